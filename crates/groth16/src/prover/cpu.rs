@@ -1,0 +1,66 @@
+//! The CPU backend: rayon-parallel NTTs and blst's Pippenger, on a thread pool of its own.
+
+use std::sync::Arc;
+
+use rayon::ThreadPool;
+
+use super::{ProverBackend, QuerySums};
+use crate::msm::{msm, msm_with_density, G1, G2};
+use crate::poly::h_coefficients;
+use crate::{Error, ProvingKey, Result, Witness};
+
+/// Proves on the CPU. With no pool given it runs on the caller's rayon pool.
+#[derive(Clone, Default)]
+pub struct CpuBackend {
+    pool: Option<Arc<ThreadPool>>,
+}
+
+impl CpuBackend {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Runs the prover's work on a dedicated pool of `threads` threads, so that it does not
+    /// compete with synthesis for the global pool.
+    pub fn with_threads(threads: usize) -> Result<Self> {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("cpu-prover-{i}"))
+            .build()
+            .map_err(|e| Error::Backend { backend: "cpu", message: e.to_string() })?;
+        Ok(Self { pool: Some(Arc::new(pool)) })
+    }
+
+    fn sums(pk: &ProvingKey, w: Witness) -> Result<QuerySums> {
+        let Witness { a, b, c, inputs, aux, a_aux_density, b_input_density, b_aux_density } = w;
+        let h = h_coefficients(a, b, c)?;
+        let n_in = inputs.len();
+        let b_in = b_input_density.count();
+        let ((h, l), (a, (b_g1, b_g2))) = rayon::join(
+            || (msm::<G1>(&pk.h, &h), msm::<G1>(&pk.l, &aux)),
+            || {
+                let a = msm::<G1>(&pk.a[..n_in], &inputs)
+                    + msm_with_density::<G1>(&pk.a[n_in..], &aux, &a_aux_density);
+                let b_g1 = msm_with_density::<G1>(&pk.b_g1[..b_in], &inputs, &b_input_density)
+                    + msm_with_density::<G1>(&pk.b_g1[b_in..], &aux, &b_aux_density);
+                let b_g2 = msm_with_density::<G2>(&pk.b_g2[..b_in], &inputs, &b_input_density)
+                    + msm_with_density::<G2>(&pk.b_g2[b_in..], &aux, &b_aux_density);
+                (a, (b_g1, b_g2))
+            },
+        );
+        Ok(QuerySums { h, l, a, b_g1, b_g2 })
+    }
+}
+
+impl ProverBackend for CpuBackend {
+    fn name(&self) -> &'static str {
+        "cpu"
+    }
+
+    fn query_sums(&self, pk: &ProvingKey, witness: Witness) -> Result<QuerySums> {
+        match &self.pool {
+            Some(pool) => pool.install(|| Self::sums(pk, witness)),
+            None => Self::sums(pk, witness),
+        }
+    }
+}

@@ -1,0 +1,223 @@
+//! `WitnessBuilder`: a bellpepper `ConstraintSystem` that records what the prover needs.
+
+use bellpepper_core::{
+    Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable,
+};
+use blstrs::Scalar;
+use ff::Field;
+
+use super::Density;
+use crate::{Error, Result};
+
+/// A synthesized circuit: per-constraint evaluations of the A, B and C linear combinations, the
+/// variable assignment, and which variables the A and B queries touch.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Witness {
+    pub a: Vec<Scalar>,
+    pub b: Vec<Scalar>,
+    pub c: Vec<Scalar>,
+    /// Public inputs, `inputs[0]` being the constant ONE.
+    pub inputs: Vec<Scalar>,
+    pub aux: Vec<Scalar>,
+    pub a_aux_density: Density,
+    pub b_input_density: Density,
+    pub b_aux_density: Density,
+}
+
+impl Witness {
+    /// Number of constraints, the per-input `x * 0 = 0` constraints included.
+    pub fn num_constraints(&self) -> usize {
+        self.a.len()
+    }
+
+    /// Bytes held by this witness; what the engine reserves from its memory budget.
+    pub fn heap_bytes(&self) -> usize {
+        let scalars = self.a.capacity() + self.b.capacity() + self.c.capacity();
+        let vars = self.inputs.capacity() + self.aux.capacity();
+        (scalars + vars) * std::mem::size_of::<Scalar>() + (self.aux.len() * 2 + self.inputs.len()) / 8
+    }
+
+    /// Bytes a witness of this shape occupies, for reserving memory before synthesis.
+    pub fn estimated_bytes(constraints: usize, inputs: usize, aux: usize) -> usize {
+        (3 * constraints + inputs + aux) * std::mem::size_of::<Scalar>() + (2 * aux + inputs) / 8
+    }
+}
+
+/// Synthesizes `circuit` the way bellperson's prover does: ONE as input 0, the circuit, then one
+/// `input * 0 = 0` constraint per public input (so A is never zero at an input).
+pub fn synthesize<C: Circuit<Scalar>>(circuit: C) -> Result<Witness> {
+    let mut cs = WitnessBuilder::new();
+    cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
+    circuit.synthesize(&mut cs)?;
+    cs.finish()
+}
+
+/// The constraint system that produces a [`Witness`].
+#[derive(Debug, Default)]
+pub struct WitnessBuilder {
+    w: Witness,
+    /// The first bad variable reference seen by `enforce`, which cannot return an error itself.
+    fault: Option<String>,
+}
+
+impl WitnessBuilder {
+    /// Preallocates for a circuit of known shape, so synthesis never reallocates.
+    pub fn with_capacity(constraints: usize, inputs: usize, aux: usize) -> Self {
+        let w = Witness {
+            a: Vec::with_capacity(constraints + inputs),
+            b: Vec::with_capacity(constraints + inputs),
+            c: Vec::with_capacity(constraints + inputs),
+            inputs: Vec::with_capacity(inputs),
+            aux: Vec::with_capacity(aux),
+            a_aux_density: Density::with_capacity(aux),
+            b_input_density: Density::with_capacity(inputs),
+            b_aux_density: Density::with_capacity(aux),
+        };
+        Self { w, fault: None }
+    }
+
+    /// Adds the per-input constraints and returns the witness.
+    pub fn finish(mut self) -> Result<Witness> {
+        for i in 0..self.w.inputs.len() {
+            self.enforce(|| "", |lc| lc + Variable(Index::Input(i)), |lc| lc, |lc| lc);
+        }
+        match self.fault {
+            Some(f) => Err(Error::Synthesis(f)),
+            None => Ok(self.w),
+        }
+    }
+
+    /// Evaluates `lc`, marking the variables with non-zero coefficients in the given densities.
+    fn eval(
+        &mut self,
+        lc: &LinearCombination<Scalar>,
+        mut input_density: Option<&mut Density>,
+        mut aux_density: Option<&mut Density>,
+    ) -> Scalar {
+        let mut acc = Scalar::ZERO;
+        for (&i, coeff) in lc.iter_inputs() {
+            if coeff.is_zero_vartime() {
+                continue;
+            }
+            let Some(value) = self.w.inputs.get(i) else {
+                self.record_fault("input", i, self.w.inputs.len());
+                continue;
+            };
+            acc += if *coeff == Scalar::ONE { *value } else { *value * coeff };
+            if let Some(d) = input_density.as_deref_mut() {
+                d.mark(i);
+            }
+        }
+        for (&i, coeff) in lc.iter_aux() {
+            if coeff.is_zero_vartime() {
+                continue;
+            }
+            let Some(value) = self.w.aux.get(i) else {
+                self.record_fault("aux", i, self.w.aux.len());
+                continue;
+            };
+            acc += if *coeff == Scalar::ONE { *value } else { *value * coeff };
+            if let Some(d) = aux_density.as_deref_mut() {
+                d.mark(i);
+            }
+        }
+        acc
+    }
+
+    fn record_fault(&mut self, kind: &str, index: usize, len: usize) {
+        self.fault.get_or_insert_with(|| {
+            format!("constraint {} uses {kind} variable {index}, but only {len} exist", self.w.a.len())
+        });
+    }
+}
+
+impl ConstraintSystem<Scalar> for WitnessBuilder {
+    type Root = Self;
+
+    fn new() -> Self {
+        Self::default()
+    }
+
+    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.w.aux.push(f()?);
+        self.w.a_aux_density.push(false);
+        self.w.b_aux_density.push(false);
+        Ok(Variable(Index::Aux(self.w.aux.len() - 1)))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.w.inputs.push(f()?);
+        self.w.b_input_density.push(false);
+        Ok(Variable(Index::Input(self.w.inputs.len() - 1)))
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+    {
+        let a = a(LinearCombination::zero());
+        let b = b(LinearCombination::zero());
+        let c = c(LinearCombination::zero());
+
+        // Inputs are dense in A through their `x * 0 = 0` constraints: no tracker for them.
+        let mut a_aux = std::mem::take(&mut self.w.a_aux_density);
+        let mut b_in = std::mem::take(&mut self.w.b_input_density);
+        let mut b_aux = std::mem::take(&mut self.w.b_aux_density);
+        let va = self.eval(&a, None, Some(&mut a_aux));
+        let vb = self.eval(&b, Some(&mut b_in), Some(&mut b_aux));
+        let vc = self.eval(&c, None, None);
+        self.w.a_aux_density = a_aux;
+        self.w.b_input_density = b_in;
+        self.w.b_aux_density = b_aux;
+
+        self.w.a.push(va);
+        self.w.b.push(vb);
+        self.w.c.push(vc);
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+
+    fn is_extensible() -> bool {
+        true
+    }
+
+    /// Appends a sub-circuit synthesized in its own builder (whose input 0 is its own ONE).
+    fn extend(&mut self, other: &Self) {
+        self.w.a_aux_density.extend(&other.w.a_aux_density, false);
+        self.w.b_input_density.extend(&other.w.b_input_density, true);
+        self.w.b_aux_density.extend(&other.w.b_aux_density, false);
+        self.w.a.extend_from_slice(&other.w.a);
+        self.w.b.extend_from_slice(&other.w.b);
+        self.w.c.extend_from_slice(&other.w.c);
+        self.w.inputs.extend_from_slice(other.w.inputs.get(1..).unwrap_or_default());
+        self.w.aux.extend_from_slice(&other.w.aux);
+        if self.fault.is_none() {
+            self.fault.clone_from(&other.fault);
+        }
+    }
+}
