@@ -1,0 +1,1 @@
+//! CUDA kernels and their host side: being written (see ARCHITECTURE.md).
