@@ -26,13 +26,20 @@ pub struct SyntheticCircuit {
 
 impl SyntheticCircuit {
     pub fn new(constraints: usize, public_inputs: usize, bit_fraction: f64, seed: u64) -> Self {
-        Self { constraints, public_inputs, bit_fraction, seed }
+        Self {
+            constraints,
+            public_inputs,
+            bit_fraction,
+            seed,
+        }
     }
 
     /// The public input values (without ONE), as a verifier needs them.
     pub fn public_values(&self) -> Vec<Scalar> {
         let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
-        (0..self.public_inputs).map(|_| Scalar::random(&mut rng)).collect()
+        (0..self.public_inputs)
+            .map(|_| Scalar::random(&mut rng))
+            .collect()
     }
 
     fn is_bit(&self, rng: &mut ChaCha8Rng) -> bool {
@@ -50,9 +57,19 @@ impl Circuit<Scalar> for SyntheticCircuit {
             let input = cs.alloc_input(|| format!("input {i}"), || Ok(*x))?;
             let copy = cs.alloc(|| format!("copy {i}"), || Ok(*x))?;
             if i % 2 == 0 {
-                cs.enforce(|| "copy", |lc| lc + input, |lc| lc + CS::one(), |lc| lc + copy);
+                cs.enforce(
+                    || "copy",
+                    |lc| lc + input,
+                    |lc| lc + CS::one(),
+                    |lc| lc + copy,
+                );
             } else {
-                cs.enforce(|| "copy", |lc| lc + CS::one(), |lc| lc + input, |lc| lc + copy);
+                cs.enforce(
+                    || "copy",
+                    |lc| lc + CS::one(),
+                    |lc| lc + input,
+                    |lc| lc + copy,
+                );
             }
             vars.push((copy, *x));
         }
@@ -65,7 +82,11 @@ impl Circuit<Scalar> for SyntheticCircuit {
                 from[rng.next_u64() as usize % from.len()]
             };
             if vars.is_empty() || self.is_bit(&mut rng) {
-                let bit = if rng.next_u32() & 1 == 1 { Scalar::ONE } else { Scalar::ZERO };
+                let bit = if rng.next_u32() & 1 == 1 {
+                    Scalar::ONE
+                } else {
+                    Scalar::ZERO
+                };
                 let v = cs.alloc(|| format!("bit {k}"), || Ok(bit))?;
                 cs.enforce(|| "boolean", |lc| lc + v, |lc| lc + v, |lc| lc + v);
                 vars.push((v, bit));

@@ -10,13 +10,20 @@ pub enum Error {
     Synthesis(String),
 
     #[error("{path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
 
     #[error("{path}: {what}")]
     MalformedParams { path: PathBuf, what: String },
 
     #[error("parameters do not fit the circuit: {what} has {params} entries in the parameters but the circuit needs {circuit}")]
-    ShapeMismatch { what: &'static str, params: usize, circuit: usize },
+    ShapeMismatch {
+        what: &'static str,
+        params: usize,
+        circuit: usize,
+    },
 
     #[error("the circuit needs an evaluation domain of 2^{log2} or more, beyond the field's 2^32")]
     DomainTooLarge { log2: u32 },
@@ -31,16 +38,25 @@ pub enum Error {
     PublicInputCount(usize, usize),
 
     #[error("prover backend {backend}: {message}")]
-    Backend { backend: &'static str, message: String },
+    Backend {
+        backend: &'static str,
+        message: String,
+    },
 }
 
 impl Error {
     pub(crate) fn malformed(path: &std::path::Path, what: impl Into<String>) -> Self {
-        Error::MalformedParams { path: path.to_path_buf(), what: what.into() }
+        Error::MalformedParams {
+            path: path.to_path_buf(),
+            what: what.into(),
+        }
     }
 
     pub(crate) fn io(path: &std::path::Path, source: std::io::Error) -> Self {
-        Error::Io { path: path.to_path_buf(), source }
+        Error::Io {
+            path: path.to_path_buf(),
+            source,
+        }
     }
 }
 

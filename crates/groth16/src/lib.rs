@@ -8,9 +8,11 @@
 //! - [`msm`]: multi-scalar multiplication with density filtering and the 0/1 split;
 //! - [`srs`]: the proving and verifying keys, read from and written to Filecoin `.params`/`.vk`;
 //! - [`prover`]: the backend trait, the CPU backend and the final A/B/C assembly;
-//! - [`proof`] and [`verify`]: the 192-byte proof and the pairing check.
+//! - [`proof`] and [`verify`]: the 192-byte proof and the pairing check;
+//! - [`generator`]: random (test-only) keys for a circuit, fast.
 
 pub mod error;
+pub mod generator;
 pub mod msm;
 pub mod poly;
 pub mod proof;

@@ -38,7 +38,9 @@ impl Proof {
             let p: Option<G1Affine> = G1Affine::from_bytes(&repr).into();
             let p = p.ok_or_else(|| Error::MalformedProof(format!("{name} is not a G1 point")))?;
             if bool::from(group::prime::PrimeCurveAffine::is_identity(&p)) {
-                return Err(Error::MalformedProof(format!("{name} is the point at infinity")));
+                return Err(Error::MalformedProof(format!(
+                    "{name} is the point at infinity"
+                )));
             }
             Ok(p)
         };
@@ -49,6 +51,10 @@ impl Proof {
         if bool::from(group::prime::PrimeCurveAffine::is_identity(&b)) {
             return Err(Error::MalformedProof("B is the point at infinity".into()));
         }
-        Ok(Proof { a: g1(&bytes[..48], "A")?, b, c: g1(&bytes[144..], "C")? })
+        Ok(Proof {
+            a: g1(&bytes[..48], "A")?,
+            b,
+            c: g1(&bytes[144..], "C")?,
+        })
     }
 }

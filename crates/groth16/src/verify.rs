@@ -9,7 +9,10 @@ use crate::{Error, Proof, Result, VerifyingKey};
 /// Checks `proof` against `public_inputs` (without the leading ONE).
 pub fn verify(vk: &VerifyingKey, proof: &Proof, public_inputs: &[Scalar]) -> Result<bool> {
     if public_inputs.len() + 1 != vk.ic.len() {
-        return Err(Error::PublicInputCount(public_inputs.len(), vk.ic.len().saturating_sub(1)));
+        return Err(Error::PublicInputCount(
+            public_inputs.len(),
+            vk.ic.len().saturating_sub(1),
+        ));
     }
     let mut acc = vk.ic[0].to_curve();
     for (x, ic) in public_inputs.iter().zip(&vk.ic[1..]) {
@@ -19,11 +22,8 @@ pub fn verify(vk: &VerifyingKey, proof: &Proof, public_inputs: &[Scalar]) -> Res
     let neg_delta = G2Prepared::from(-vk.delta_g2);
     let b = G2Prepared::from(proof.b);
     let acc = acc.to_affine();
-    let ml = Bls12::multi_miller_loop(&[
-        (&proof.a, &b),
-        (&acc, &neg_gamma),
-        (&proof.c, &neg_delta),
-    ]);
+    let ml =
+        Bls12::multi_miller_loop(&[(&proof.a, &b), (&acc, &neg_gamma), (&proof.c, &neg_delta)]);
     let lhs: Gt = ml.final_exponentiation();
     let rhs = Bls12::multi_miller_loop(&[(&vk.alpha_g1, &G2Prepared::from(vk.beta_g2))])
         .final_exponentiation();

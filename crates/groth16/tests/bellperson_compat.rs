@@ -7,15 +7,18 @@ use blstrs::{Bls12, Scalar};
 use ff::Field;
 use rand_core::SeedableRng;
 use zkforge_circuits::SyntheticCircuit;
-use zkforge_groth16::{prover, synthesize, verify, CpuBackend, ProofRandomness, Proof, ProvingKey, ReadOptions};
+use zkforge_groth16::{
+    prover, synthesize, verify, CpuBackend, Proof, ProofRandomness, ProvingKey, ReadOptions,
+};
 
 fn rng(seed: u64) -> rand_chacha::ChaCha8Rng {
     rand_chacha::ChaCha8Rng::seed_from_u64(seed)
 }
 
 fn bellperson_params(circuit: &SyntheticCircuit) -> (bp::Parameters<Bls12>, Vec<u8>) {
-    let params = bp::generate_random_parameters::<Bls12, _, _>(circuit.clone(), &mut rng(circuit.seed))
-        .expect("bellperson generates parameters");
+    let params =
+        bp::generate_random_parameters::<Bls12, _, _>(circuit.clone(), &mut rng(circuit.seed))
+            .expect("bellperson generates parameters");
     let mut bytes = Vec::new();
     params.write(&mut bytes).unwrap();
     (params, bytes)
@@ -46,13 +49,23 @@ fn proofs_equal_bellperson_bytes_and_verify() {
         let mut their_bytes = Vec::new();
         theirs.write(&mut their_bytes).unwrap();
         let ours = our_proof(&circuit, &pk, rnd);
-        assert_eq!(ours.to_bytes().as_slice(), their_bytes.as_slice(), "{circuit:?}");
+        assert_eq!(
+            ours.to_bytes().as_slice(),
+            their_bytes.as_slice(),
+            "{circuit:?}"
+        );
 
         let pvk = bp::prepare_verifying_key(&params.vk);
         let inputs = circuit.public_values();
         let decoded = bp::Proof::<Bls12>::read(&ours.to_bytes()[..]).unwrap();
-        assert!(bp::verify_proof(&pvk, &decoded, &inputs).unwrap(), "bellperson accepts ours");
-        assert!(verify::verify(&pk.vk, &ours, &inputs).unwrap(), "our verifier accepts ours");
+        assert!(
+            bp::verify_proof(&pvk, &decoded, &inputs).unwrap(),
+            "bellperson accepts ours"
+        );
+        assert!(
+            verify::verify(&pk.vk, &ours, &inputs).unwrap(),
+            "our verifier accepts ours"
+        );
     }
 }
 
@@ -60,7 +73,8 @@ fn proofs_equal_bellperson_bytes_and_verify() {
 fn tampered_proofs_and_wrong_inputs_are_rejected() {
     let circuit = SyntheticCircuit::new(500, 2, 0.8, 11);
     let (params, bytes) = bellperson_params(&circuit);
-    let pk = ProvingKey::from_bytes(&bytes, Path::new("<bellperson>"), ReadOptions::default()).unwrap();
+    let pk =
+        ProvingKey::from_bytes(&bytes, Path::new("<bellperson>"), ReadOptions::default()).unwrap();
     let proof = our_proof(&circuit, &pk, ProofRandomness::random(&mut rng(12)));
     let pvk = bp::prepare_verifying_key(&params.vk);
     let inputs = circuit.public_values();
@@ -72,7 +86,11 @@ fn tampered_proofs_and_wrong_inputs_are_rejected() {
     assert!(!verify::verify(&pk.vk, &proof, &wrong).unwrap());
 
     // Swap A and C: still valid points, no longer a valid proof.
-    let swapped = Proof { a: proof.c, b: proof.b, c: proof.a };
+    let swapped = Proof {
+        a: proof.c,
+        b: proof.b,
+        c: proof.a,
+    };
     assert!(!verify::verify(&pk.vk, &swapped, &inputs).unwrap());
     let decoded = bp::Proof::<Bls12>::read(&swapped.to_bytes()[..]).unwrap();
     assert!(!bp::verify_proof(&pvk, &decoded, &inputs).unwrap());
@@ -90,7 +108,14 @@ fn tampered_proofs_and_wrong_inputs_are_rejected() {
 fn keys_round_trip_byte_for_byte() {
     let circuit = SyntheticCircuit::new(2000, 5, 0.7, 21);
     let (params, bytes) = bellperson_params(&circuit);
-    let pk = ProvingKey::from_bytes(&bytes, Path::new("<bellperson>"), ReadOptions { check_subgroup: true }).unwrap();
+    let pk = ProvingKey::from_bytes(
+        &bytes,
+        Path::new("<bellperson>"),
+        ReadOptions {
+            check_subgroup: true,
+        },
+    )
+    .unwrap();
     let mut ours = Vec::new();
     pk.write(&mut ours).unwrap();
     assert_eq!(ours, bytes, "we write what bellperson wrote");

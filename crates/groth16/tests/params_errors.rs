@@ -4,13 +4,17 @@ use std::path::Path;
 
 use rand_core::SeedableRng;
 use zkforge_circuits::SyntheticCircuit;
-use zkforge_groth16::{prover, synthesize, CpuBackend, Error, ProofRandomness, ProvingKey, ReadOptions};
+use zkforge_groth16::{
+    prover, synthesize, CpuBackend, Error, ProofRandomness, ProvingKey, ReadOptions,
+};
 
 fn params_bytes(circuit: &SyntheticCircuit) -> Vec<u8> {
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(circuit.seed);
-    let params =
-        bellperson::groth16::generate_random_parameters::<blstrs::Bls12, _, _>(circuit.clone(), &mut rng)
-            .unwrap();
+    let params = bellperson::groth16::generate_random_parameters::<blstrs::Bls12, _, _>(
+        circuit.clone(),
+        &mut rng,
+    )
+    .unwrap();
     let mut bytes = Vec::new();
     params.write(&mut bytes).unwrap();
     bytes
@@ -26,13 +30,18 @@ fn truncated_corrupt_and_missing_files_are_named_errors() {
         std::fs::write(&path, &bytes[..cut]).unwrap();
         let err = ProvingKey::read_file(&path, ReadOptions::default()).unwrap_err();
         let msg = err.to_string();
-        assert!(msg.contains("test.params") && msg.contains("truncated"), "cut {cut}: {msg}");
+        assert!(
+            msg.contains("test.params") && msg.contains("truncated"),
+            "cut {cut}: {msg}"
+        );
     }
 
     let mut extra = bytes.clone();
     extra.extend_from_slice(&[0; 7]);
     std::fs::write(&path, &extra).unwrap();
-    let msg = ProvingKey::read_file(&path, ReadOptions::default()).unwrap_err().to_string();
+    let msg = ProvingKey::read_file(&path, ReadOptions::default())
+        .unwrap_err()
+        .to_string();
     assert!(msg.contains("7 unexpected bytes"), "{msg}");
 
     // Corrupt the last point of b_g2 (a G2 point is 192 bytes): its y coordinate.
@@ -40,8 +49,13 @@ fn truncated_corrupt_and_missing_files_are_named_errors() {
     let at = bad.len() - 10;
     bad[at] ^= 0x5a;
     std::fs::write(&path, &bad).unwrap();
-    let msg = ProvingKey::read_file(&path, ReadOptions::default()).unwrap_err().to_string();
-    assert!(msg.contains("b_g2[") && msg.contains("not on the curve"), "{msg}");
+    let msg = ProvingKey::read_file(&path, ReadOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains("b_g2[") && msg.contains("not on the curve"),
+        "{msg}"
+    );
 
     let missing = dir.path().join("missing.params");
     let err = ProvingKey::read_file(&missing, ReadOptions::default()).unwrap_err();
@@ -51,9 +65,20 @@ fn truncated_corrupt_and_missing_files_are_named_errors() {
 #[test]
 fn parameters_for_another_circuit_are_refused_before_proving() {
     let bytes = params_bytes(&SyntheticCircuit::new(300, 2, 0.5, 1));
-    let pk = ProvingKey::from_bytes(&bytes, Path::new("small.params"), ReadOptions::default()).unwrap();
+    let pk =
+        ProvingKey::from_bytes(&bytes, Path::new("small.params"), ReadOptions::default()).unwrap();
     let other = synthesize(SyntheticCircuit::new(300, 3, 0.5, 1)).unwrap();
     let rnd = ProofRandomness::random(&mut rand_chacha::ChaCha8Rng::seed_from_u64(3));
     let err = prover::prove(&CpuBackend::new(), &pk, other, rnd).unwrap_err();
-    assert!(matches!(err, Error::ShapeMismatch { what: "ic (public inputs)", params: 3, circuit: 4 }), "{err}");
+    assert!(
+        matches!(
+            err,
+            Error::ShapeMismatch {
+                what: "ic (public inputs)",
+                params: 3,
+                circuit: 4
+            }
+        ),
+        "{err}"
+    );
 }

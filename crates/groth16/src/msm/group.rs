@@ -71,5 +71,21 @@ macro_rules! msm_group {
     };
 }
 
-msm_group!(G1, G1Affine, G1Projective, blst_p1_affine, blst_p1, blst_p1s_mult_pippenger, blst_p1s_mult_pippenger_scratch_sizeof);
-msm_group!(G2, G2Affine, G2Projective, blst_p2_affine, blst_p2, blst_p2s_mult_pippenger, blst_p2s_mult_pippenger_scratch_sizeof);
+msm_group!(
+    G1,
+    G1Affine,
+    G1Projective,
+    blst_p1_affine,
+    blst_p1,
+    blst_p1s_mult_pippenger,
+    blst_p1s_mult_pippenger_scratch_sizeof
+);
+msm_group!(
+    G2,
+    G2Affine,
+    G2Projective,
+    blst_p2_affine,
+    blst_p2,
+    blst_p2s_mult_pippenger,
+    blst_p2s_mult_pippenger_scratch_sizeof
+);

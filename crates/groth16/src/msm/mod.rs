@@ -9,7 +9,6 @@ mod group;
 
 pub use group::{MsmGroup, G1, G2};
 
-
 use blstrs::Scalar;
 use ff::Field;
 use rayon::prelude::*;
@@ -21,7 +20,12 @@ const MIN_PER_TASK: usize = 1 << 12;
 
 /// Σ scalars[i]·bases[i] over all variables.
 pub fn msm<G: MsmGroup>(bases: &[G::Affine], scalars: &[Scalar]) -> G::Projective {
-    assert!(bases.len() >= scalars.len(), "{} bases for {} scalars", bases.len(), scalars.len());
+    assert!(
+        bases.len() >= scalars.len(),
+        "{} bases for {} scalars",
+        bases.len(),
+        scalars.len()
+    );
     split_msm::<G>(bases, scalars, None)
 }
 
@@ -32,8 +36,17 @@ pub fn msm_with_density<G: MsmGroup>(
     scalars: &[Scalar],
     density: &Density,
 ) -> G::Projective {
-    assert_eq!(density.len(), scalars.len(), "density and scalar counts differ");
-    assert!(bases.len() >= density.count(), "{} bases for {} marked", bases.len(), density.count());
+    assert_eq!(
+        density.len(),
+        scalars.len(),
+        "density and scalar counts differ"
+    );
+    assert!(
+        bases.len() >= density.count(),
+        "{} bases for {} marked",
+        bases.len(),
+        density.count()
+    );
     split_msm::<G>(bases, scalars, Some(density))
 }
 

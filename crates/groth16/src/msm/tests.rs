@@ -7,7 +7,10 @@ use super::{group::G1, group::G2, msm, msm_with_density};
 use crate::synthesis::Density;
 
 fn naive<P: Group<Scalar = Scalar>>(bases: &[P], scalars: &[Scalar]) -> P {
-    bases.iter().zip(scalars).fold(P::identity(), |acc, (b, s)| acc + *b * s)
+    bases
+        .iter()
+        .zip(scalars)
+        .fold(P::identity(), |acc, (b, s)| acc + *b * s)
 }
 
 /// Scalars mixing zeros, ones, r−1 and random values, as real witnesses do.
@@ -55,10 +58,18 @@ fn density_pairs_marked_variables_with_consecutive_bases() {
     let mut density = Density::default();
     (0..n).for_each(|i| density.push(i % 3 != 1));
     let s = scalars(n, &mut rng);
-    let proj: Vec<G1Projective> =
-        (0..density.count()).map(|_| G1Projective::random(&mut rng)).collect();
+    let proj: Vec<G1Projective> = (0..density.count())
+        .map(|_| G1Projective::random(&mut rng))
+        .collect();
     let bases: Vec<G1Affine> = proj.iter().map(|p| p.to_affine()).collect();
-    let selected: Vec<Scalar> =
-        s.iter().enumerate().filter(|(i, _)| density.get(*i)).map(|(_, s)| *s).collect();
-    assert_eq!(msm_with_density::<G1>(&bases, &s, &density), naive(&proj, &selected));
+    let selected: Vec<Scalar> = s
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| density.get(*i))
+        .map(|(_, s)| *s)
+        .collect();
+    assert_eq!(
+        msm_with_density::<G1>(&bases, &s, &density),
+        naive(&proj, &selected)
+    );
 }

@@ -32,12 +32,18 @@ pub fn h_from_padded(
         inverse(v, &inv, domain);
         coset_forward(v, &fw);
     };
-    rayon::join(|| to_coset(&mut a), || rayon::join(|| to_coset(&mut b), || to_coset(&mut c)));
+    rayon::join(
+        || to_coset(&mut a),
+        || rayon::join(|| to_coset(&mut b), || to_coset(&mut c)),
+    );
 
     let z_inv = domain.vanishing_inverse_on_coset();
-    a.par_iter_mut().zip(b.par_iter()).zip(c.par_iter()).for_each(|((a, b), c)| {
-        *a = (*a * b - c) * z_inv;
-    });
+    a.par_iter_mut()
+        .zip(b.par_iter())
+        .zip(c.par_iter())
+        .for_each(|((a, b), c)| {
+            *a = (*a * b - c) * z_inv;
+        });
     drop((b, c));
 
     coset_inverse(&mut a, &inv, domain);

@@ -25,13 +25,16 @@ impl Twiddles {
     pub fn new(root: Scalar, n: usize) -> Self {
         let half = n / 2;
         let mut table = vec![Scalar::ZERO; half];
-        table.par_chunks_mut(TASK).enumerate().for_each(|(k, chunk)| {
-            let mut w = root.pow_vartime([(k * TASK) as u64]);
-            for t in chunk {
-                *t = w;
-                w *= root;
-            }
-        });
+        table
+            .par_chunks_mut(TASK)
+            .enumerate()
+            .for_each(|(k, chunk)| {
+                let mut w = root.pow_vartime([(k * TASK) as u64]);
+                for t in chunk {
+                    *t = w;
+                    w *= root;
+                }
+            });
         Self { n, table }
     }
 
@@ -70,13 +73,15 @@ pub fn coset_inverse(data: &mut [Scalar], tw: &Twiddles, domain: &Domain) {
 
 /// `data[j] *= scale · g^j`.
 pub fn distribute_powers(data: &mut [Scalar], g: Scalar, scale: Scalar) {
-    data.par_chunks_mut(TASK).enumerate().for_each(|(k, chunk)| {
-        let mut u = g.pow_vartime([(k * TASK) as u64]) * scale;
-        for v in chunk {
-            *v *= u;
-            u *= g;
-        }
-    });
+    data.par_chunks_mut(TASK)
+        .enumerate()
+        .for_each(|(k, chunk)| {
+            let mut u = g.pow_vartime([(k * TASK) as u64]) * scale;
+            for v in chunk {
+                *v *= u;
+                u *= g;
+            }
+        });
 }
 
 fn scale(data: &mut [Scalar], s: Scalar) {
@@ -144,7 +149,7 @@ fn streaming_stage(data: &mut [Scalar], s: u32, table: &[Scalar]) {
             let j = t & (half - 1);
             let i0 = ((t >> s) << (s + 1)) | j;
             // SAFETY: butterfly t alone touches i0 and i0 + half in this stage.
-            let (x, y) = unsafe { (ptr.at(i0), ptr.at(i0 + half)) };
+            let (x, y) = unsafe { (&mut *ptr.at(i0), &mut *ptr.at(i0 + half)) };
             butterfly(x, y, (j != 0).then(|| &table[j * stride]));
         }
     });
@@ -158,7 +163,7 @@ fn bit_reverse(data: &mut [Scalar], log_n: u32) {
             let j = i.reverse_bits() >> (usize::BITS - log_n);
             if i < j {
                 // SAFETY: the pair (i, j) is swapped only by the task owning the smaller index.
-                unsafe { std::mem::swap(ptr.at(i), ptr.at(j)) };
+                unsafe { std::ptr::swap(ptr.at(i), ptr.at(j)) };
             }
         }
     });
@@ -208,8 +213,11 @@ mod tests {
         let mut fast = input.clone();
         coset_forward(&mut fast, &Twiddles::forward(&d));
         let g = Domain::coset_shift();
-        let shifted: Vec<Scalar> =
-            input.iter().enumerate().map(|(j, c)| *c * g.pow_vartime([j as u64])).collect();
+        let shifted: Vec<Scalar> = input
+            .iter()
+            .enumerate()
+            .map(|(j, c)| *c * g.pow_vartime([j as u64]))
+            .collect();
         assert_eq!(fast, naive_dft(&shifted, d.omega));
     }
 

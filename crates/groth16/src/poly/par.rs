@@ -8,10 +8,9 @@ unsafe impl<T: Send> Send for SharedMut<T> {}
 unsafe impl<T: Send> Sync for SharedMut<T> {}
 
 impl<T> SharedMut<T> {
-    /// # Safety
-    /// `i` is in bounds and no other task accesses element `i` concurrently.
+    /// Pointer to element `i`; dereferencing it needs `i` in bounds and no concurrent access.
     #[inline]
-    pub unsafe fn at(&self, i: usize) -> &mut T {
-        &mut *self.0.add(i)
+    pub fn at(self, i: usize) -> *mut T {
+        self.0.wrapping_add(i)
     }
 }

@@ -27,13 +27,30 @@ impl CpuBackend {
             .num_threads(threads)
             .thread_name(|i| format!("cpu-prover-{i}"))
             .build()
-            .map_err(|e| Error::Backend { backend: "cpu", message: e.to_string() })?;
-        Ok(Self { pool: Some(Arc::new(pool)) })
+            .map_err(|e| Error::Backend {
+                backend: "cpu",
+                message: e.to_string(),
+            })?;
+        Ok(Self {
+            pool: Some(Arc::new(pool)),
+        })
     }
 
     fn sums(pk: &ProvingKey, w: Witness) -> Result<QuerySums> {
-        let Witness { a, b, c, inputs, aux, a_aux_density, b_input_density, b_aux_density } = w;
+        let Witness {
+            a,
+            b,
+            c,
+            inputs,
+            aux,
+            a_aux_density,
+            b_input_density,
+            b_aux_density,
+        } = w;
+        let t = std::time::Instant::now();
         let h = h_coefficients(a, b, c)?;
+        let h_ms = t.elapsed().as_secs_f64() * 1e3;
+        let t = std::time::Instant::now();
         let n_in = inputs.len();
         let b_in = b_input_density.count();
         let ((h, l), (a, (b_g1, b_g2))) = rayon::join(
@@ -48,7 +65,15 @@ impl CpuBackend {
                 (a, (b_g1, b_g2))
             },
         );
-        Ok(QuerySums { h, l, a, b_g1, b_g2 })
+        let msm_ms = t.elapsed().as_secs_f64() * 1e3;
+        tracing::debug!(h_ms, msm_ms, "cpu query sums");
+        Ok(QuerySums {
+            h,
+            l,
+            a,
+            b_g1,
+            b_g2,
+        })
     }
 }
 

@@ -22,7 +22,10 @@ pub struct ProofRandomness {
 
 impl ProofRandomness {
     pub fn random(rng: &mut impl RngCore) -> Self {
-        Self { r: Scalar::random(&mut *rng), s: Scalar::random(&mut *rng) }
+        Self {
+            r: Scalar::random(&mut *rng),
+            s: Scalar::random(&mut *rng),
+        }
     }
 }
 
@@ -63,9 +66,17 @@ pub fn prove_batch(
     witnesses: Vec<Witness>,
     randomness: &[ProofRandomness],
 ) -> Result<Vec<Proof>> {
-    assert_eq!(witnesses.len(), randomness.len(), "one randomness per witness");
+    assert_eq!(
+        witnesses.len(),
+        randomness.len(),
+        "one randomness per witness"
+    );
     for w in &witnesses {
         pk.check_fits(w)?;
     }
-    witnesses.into_iter().zip(randomness).map(|(w, r)| prove(backend, pk, w, *r)).collect()
+    witnesses
+        .into_iter()
+        .zip(randomness)
+        .map(|(w, r)| prove(backend, pk, w, *r))
+        .collect()
 }

@@ -62,10 +62,17 @@ pub(crate) fn decode_all<P: Encoded>(
         .map(|(index, chunk)| {
             let p = P::decode(chunk, check_subgroup).ok_or(BadPoint {
                 index,
-                reason: if check_subgroup { "not on the curve or not in the subgroup" } else { "not on the curve" },
+                reason: if check_subgroup {
+                    "not on the curve or not in the subgroup"
+                } else {
+                    "not on the curve"
+                },
             })?;
             if !allow_identity && p.is_identity() {
-                return Err(BadPoint { index, reason: "point at infinity" });
+                return Err(BadPoint {
+                    index,
+                    reason: "point at infinity",
+                });
             }
             Ok(p)
         })
@@ -75,6 +82,8 @@ pub(crate) fn decode_all<P: Encoded>(
 /// Encodes points into one buffer, in parallel.
 pub(crate) fn encode_all<P: Encoded>(points: &[P]) -> Vec<u8> {
     let mut out = vec![0u8; points.len() * P::BYTES];
-    out.par_chunks_exact_mut(P::BYTES).zip(points.par_iter()).for_each(|(o, p)| p.encode(o));
+    out.par_chunks_exact_mut(P::BYTES)
+        .zip(points.par_iter())
+        .for_each(|(o, p)| p.encode(o));
     out
 }

@@ -46,7 +46,10 @@ impl<'a> Cursor<'a> {
     fn point<P: Encoded>(&mut self, section: &str) -> Result<P> {
         let bytes = self.take(P::BYTES, section)?;
         P::decode(bytes, true).ok_or_else(|| {
-            Error::malformed(self.path, format!("{section}: not a valid {} point", P::NAME))
+            Error::malformed(
+                self.path,
+                format!("{section}: not a valid {} point", P::NAME),
+            )
         })
     }
 
@@ -66,7 +69,10 @@ impl<'a> Cursor<'a> {
             )
         })?;
         decode_all(bytes, self.opts.check_subgroup, allow_identity).map_err(|bad| {
-            Error::malformed(self.path, format!("{section}[{}]: {}", bad.index, bad.reason))
+            Error::malformed(
+                self.path,
+                format!("{section}[{}]: {}", bad.index, bad.reason),
+            )
         })
     }
 
@@ -87,7 +93,10 @@ impl<'a> Cursor<'a> {
             0 => Ok(()),
             extra => Err(Error::malformed(
                 self.path,
-                format!("{extra} unexpected bytes after the last section (offset {})", self.at),
+                format!(
+                    "{extra} unexpected bytes after the last section (offset {})",
+                    self.at
+                ),
             )),
         }
     }
@@ -109,7 +118,12 @@ impl VerifyingKey {
 
     /// Parses a verifying key; `origin` names the source in errors.
     pub fn from_bytes(bytes: &[u8], origin: &Path) -> Result<Self> {
-        let mut c = Cursor { path: origin, bytes, at: 0, opts: ReadOptions::default() };
+        let mut c = Cursor {
+            path: origin,
+            bytes,
+            at: 0,
+            opts: ReadOptions::default(),
+        };
         let vk = c.verifying_key()?;
         c.finish()?;
         Ok(vk)
@@ -125,7 +139,12 @@ impl ProvingKey {
 
     /// Parses a proving key; `origin` names the source in errors.
     pub fn from_bytes(bytes: &[u8], origin: &Path, opts: ReadOptions) -> Result<Self> {
-        let mut c = Cursor { path: origin, bytes, at: 0, opts };
+        let mut c = Cursor {
+            path: origin,
+            bytes,
+            at: 0,
+            opts,
+        };
         let vk = c.verifying_key()?;
         let pk = ProvingKey {
             vk,

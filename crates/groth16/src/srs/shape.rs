@@ -13,13 +13,21 @@ impl ProvingKey {
             ("ic (public inputs)", self.vk.ic.len(), w.inputs.len()),
             ("h (domain size - 1)", self.h.len(), domain.n - 1),
             ("l (aux variables)", self.l.len(), w.aux.len()),
-            ("a (inputs + A-dense aux)", self.a.len(), w.inputs.len() + w.a_aux_density.count()),
+            (
+                "a (inputs + A-dense aux)",
+                self.a.len(),
+                w.inputs.len() + w.a_aux_density.count(),
+            ),
             ("b_g1 (B-dense variables)", self.b_g1.len(), b),
             ("b_g2 (B-dense variables)", self.b_g2.len(), b),
         ];
         for (what, params, circuit) in checks {
             if params != circuit {
-                return Err(Error::ShapeMismatch { what, params, circuit });
+                return Err(Error::ShapeMismatch {
+                    what,
+                    params,
+                    circuit,
+                });
             }
         }
         Ok(())

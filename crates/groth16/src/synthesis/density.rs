@@ -13,7 +13,11 @@ pub struct Density {
 
 impl Density {
     pub fn with_capacity(bits: usize) -> Self {
-        Self { words: Vec::with_capacity(bits.div_ceil(64)), len: 0, count: 0 }
+        Self {
+            words: Vec::with_capacity(bits.div_ceil(64)),
+            len: 0,
+            count: 0,
+        }
     }
 
     /// A density of `len` variables, all of them marked.
@@ -45,7 +49,7 @@ impl Density {
     }
 
     pub fn push(&mut self, bit: bool) {
-        if self.len % 64 == 0 {
+        if self.len.is_multiple_of(64) {
             self.words.push(0);
         }
         if bit {
@@ -77,7 +81,10 @@ impl Density {
     /// Number of marked variables before index `i`: the position of `i`'s point in its query.
     pub fn rank(&self, i: usize) -> usize {
         let i = i.min(self.len);
-        let whole: usize = self.words[..i / 64].iter().map(|w| w.count_ones() as usize).sum();
+        let whole: usize = self.words[..i / 64]
+            .iter()
+            .map(|w| w.count_ones() as usize)
+            .sum();
         let part = match i % 64 {
             0 => 0,
             r => (self.words[i / 64] & ((1u64 << r) - 1)).count_ones() as usize,
@@ -127,7 +134,11 @@ mod tests {
         let bits: Vec<bool> = (0..200).map(|i| i % 3 == 0 || i % 7 == 0).collect();
         let d = from_bits(&bits);
         for i in 0..=200 {
-            assert_eq!(d.rank(i), bits[..i].iter().filter(|&&b| b).count(), "rank({i})");
+            assert_eq!(
+                d.rank(i),
+                bits[..i].iter().filter(|&&b| b).count(),
+                "rank({i})"
+            );
         }
         assert_eq!(d.count(), d.rank(200));
     }

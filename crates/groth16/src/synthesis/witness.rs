@@ -34,7 +34,8 @@ impl Witness {
     pub fn heap_bytes(&self) -> usize {
         let scalars = self.a.capacity() + self.b.capacity() + self.c.capacity();
         let vars = self.inputs.capacity() + self.aux.capacity();
-        (scalars + vars) * std::mem::size_of::<Scalar>() + (self.aux.len() * 2 + self.inputs.len()) / 8
+        (scalars + vars) * std::mem::size_of::<Scalar>()
+            + (self.aux.len() * 2 + self.inputs.len()) / 8
     }
 
     /// Bytes a witness of this shape occupies, for reserving memory before synthesis.
@@ -103,7 +104,11 @@ impl WitnessBuilder {
                 self.record_fault("input", i, self.w.inputs.len());
                 continue;
             };
-            acc += if *coeff == Scalar::ONE { *value } else { *value * coeff };
+            acc += if *coeff == Scalar::ONE {
+                *value
+            } else {
+                *value * coeff
+            };
             if let Some(d) = input_density.as_deref_mut() {
                 d.mark(i);
             }
@@ -116,7 +121,11 @@ impl WitnessBuilder {
                 self.record_fault("aux", i, self.w.aux.len());
                 continue;
             };
-            acc += if *coeff == Scalar::ONE { *value } else { *value * coeff };
+            acc += if *coeff == Scalar::ONE {
+                *value
+            } else {
+                *value * coeff
+            };
             if let Some(d) = aux_density.as_deref_mut() {
                 d.mark(i);
             }
@@ -126,7 +135,10 @@ impl WitnessBuilder {
 
     fn record_fault(&mut self, kind: &str, index: usize, len: usize) {
         self.fault.get_or_insert_with(|| {
-            format!("constraint {} uses {kind} variable {index}, but only {len} exist", self.w.a.len())
+            format!(
+                "constraint {} uses {kind} variable {index}, but only {len} exist",
+                self.w.a.len()
+            )
         });
     }
 }
@@ -209,12 +221,16 @@ impl ConstraintSystem<Scalar> for WitnessBuilder {
     /// Appends a sub-circuit synthesized in its own builder (whose input 0 is its own ONE).
     fn extend(&mut self, other: &Self) {
         self.w.a_aux_density.extend(&other.w.a_aux_density, false);
-        self.w.b_input_density.extend(&other.w.b_input_density, true);
+        self.w
+            .b_input_density
+            .extend(&other.w.b_input_density, true);
         self.w.b_aux_density.extend(&other.w.b_aux_density, false);
         self.w.a.extend_from_slice(&other.w.a);
         self.w.b.extend_from_slice(&other.w.b);
         self.w.c.extend_from_slice(&other.w.c);
-        self.w.inputs.extend_from_slice(other.w.inputs.get(1..).unwrap_or_default());
+        self.w
+            .inputs
+            .extend_from_slice(other.w.inputs.get(1..).unwrap_or_default());
         self.w.aux.extend_from_slice(&other.w.aux);
         if self.fault.is_none() {
             self.fault.clone_from(&other.fault);

@@ -1,0 +1,55 @@
+//! Keys for synthetic circuits, generated once and cached on disk.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::Context;
+use rand::SeedableRng;
+use zkforge_circuits::SyntheticCircuit;
+use zkforge_groth16::generator::generate_random_keys;
+use zkforge_groth16::{ProvingKey, ReadOptions};
+
+use crate::progress::KeyGenBar;
+
+/// The cache directory: `$ZKFORGE_CACHE`, else `$XDG_CACHE_HOME/zkforge`, else `~/.cache/zkforge`.
+pub fn default_cache_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("ZKFORGE_CACHE") {
+        return dir.into();
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir);
+    base.join("zkforge")
+}
+
+/// Loads the cached key for `circuit`, or generates and caches it.
+pub fn synthetic_key(circuit: &SyntheticCircuit, cache: &Path) -> anyhow::Result<ProvingKey> {
+    let name = format!(
+        "synthetic-c{}-i{}-b{}-s{}.params",
+        circuit.constraints,
+        circuit.public_inputs,
+        (circuit.bit_fraction * 1000.0).round() as u64,
+        circuit.seed
+    );
+    let path = cache.join(name);
+    if path.exists() {
+        let t = Instant::now();
+        match ProvingKey::read_file(&path, ReadOptions::default()) {
+            Ok(pk) => {
+                tracing::info!(path = %path.display(), ms = t.elapsed().as_millis(), "loaded cached key");
+                return Ok(pk);
+            }
+            Err(e) => tracing::warn!("ignoring unreadable cached key: {e}"),
+        }
+    }
+    std::fs::create_dir_all(cache).with_context(|| format!("creating {}", cache.display()))?;
+    let t = Instant::now();
+    let bar = KeyGenBar::new("generating test keys");
+    let mut rng = rand_chacha::ChaCha20Rng::from_entropy();
+    let pk = generate_random_keys(circuit.clone(), &mut rng, &bar)?;
+    bar.finish();
+    tracing::info!(secs = t.elapsed().as_secs_f64(), "generated keys");
+    pk.write_file(&path)?;
+    Ok(pk)
+}

@@ -1,0 +1,37 @@
+//! indicatif progress bars for long library work.
+
+use indicatif::{ProgressBar, ProgressStyle};
+use zkforge_groth16::generator::GenProgress;
+
+/// A progress bar fed by the key generator.
+pub struct KeyGenBar(ProgressBar);
+
+impl KeyGenBar {
+    pub fn new(label: &str) -> Self {
+        let bar = ProgressBar::hidden();
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{msg} [{elapsed_precise}] {wide_bar} {percent:>3}% (eta {eta})",
+            )
+            .expect("valid template"),
+        );
+        bar.set_message(label.to_string());
+        Self(bar)
+    }
+
+    pub fn finish(&self) {
+        self.0.finish_and_clear();
+    }
+}
+
+impl GenProgress for KeyGenBar {
+    fn start(&self, total: u64) {
+        self.0.set_length(total);
+        self.0
+            .set_draw_target(indicatif::ProgressDrawTarget::stderr());
+    }
+
+    fn advance(&self, done: u64) {
+        self.0.inc(done);
+    }
+}

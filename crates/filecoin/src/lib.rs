@@ -1,0 +1,1 @@
+//! Filecoin circuits (work in progress).
