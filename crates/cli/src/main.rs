@@ -6,12 +6,16 @@ mod progress;
 use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 
+/// Our logs at info; the Filecoin crates' chatter only from warnings up.
+const DEFAULT_LOG: &str = "info,filecoin_proofs=warn,filecoin_proofs_api=warn,storage_proofs_core=warn,\
+storage_proofs_porep=warn,storage_proofs_post=warn,storage_proofs_update=warn";
+
 /// zkforge: a Groth16 proving engine for Filecoin.
 #[derive(Parser)]
 #[command(name = "zkforge", version, about, long_about = None, propagate_version = true)]
 struct Cli {
     /// Log filter (tracing's EnvFilter syntax); RUST_LOG overrides it.
-    #[arg(long, global = true, default_value = "info")]
+    #[arg(long, global = true, default_value = DEFAULT_LOG)]
     log: String,
 
     #[command(subcommand)]
@@ -20,8 +24,16 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Make (or reuse) keys for a demo circuit, prove it on the CPU, verify, print timings.
+    /// PoRep C2 of a 2 KiB sector end to end on the CPU (params and fixture made on first run).
     Demo(cmd::demo::DemoArgs),
+    /// Prove client inputs and write the proof.
+    #[command(subcommand)]
+    Prove(cmd::prove::ProveCommand),
+    /// Parameter files.
+    #[command(subcommand)]
+    Params(cmd::params::ParamsCommand),
+    /// Seal a small sector offline and write client inputs for tests.
+    Fixtures(cmd::fixtures::FixturesArgs),
     /// Benchmarks that need no daemon.
     #[command(subcommand)]
     Bench(cmd::bench::BenchCommand),
@@ -37,6 +49,9 @@ fn main() -> std::process::ExitCode {
 
     let result = match cli.command {
         Command::Demo(args) => cmd::demo::run(args),
+        Command::Prove(cmd) => cmd::prove::run(cmd),
+        Command::Params(cmd) => cmd::params::run(cmd),
+        Command::Fixtures(args) => cmd::fixtures::run(args),
         Command::Bench(cmd) => cmd::bench::run(cmd),
     };
     match result {

@@ -1,74 +1,69 @@
-//! `zkforge demo`: the README's main job, end to end on the CPU backend.
+//! `zkforge demo`: the README's main job. Makes (or reuses) 2 KiB test parameters and a sealed
+//! 2 KiB sector, proves its PoRep C2 on the CPU, verifies with filecoin-proofs, prints timings.
 
 use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::ensure;
+use anyhow::{ensure, Context};
 use clap::Args;
 use rand::SeedableRng;
-use zkforge_circuits::SyntheticCircuit;
-use zkforge_groth16::{prover, synthesize, verify::verify, CpuBackend, ProofRandomness};
+use zkforge_filecoin::fixtures::{self, seal_proof_for};
+use zkforge_filecoin::{params, porep};
 
-use super::keys::{default_cache_dir, synthetic_key};
+use super::keys::default_cache_dir;
+use super::prove::prove_c1;
+use crate::progress::KeyGenBar;
 
 #[derive(Args)]
 pub struct DemoArgs {
-    /// Constraints of the synthetic demo circuit.
-    #[arg(long, default_value_t = 1 << 16)]
-    constraints: usize,
-    /// Fraction of witness values that are bits, as in Filecoin's circuits.
-    #[arg(long, default_value_t = 0.9)]
-    bit_fraction: f64,
-    /// Where generated test keys are cached [default: $ZKFORGE_CACHE or ~/.cache/zkforge].
+    /// Where test parameters and fixtures are cached [default: $ZKFORGE_CACHE or ~/.cache/zkforge].
     #[arg(long)]
     cache: Option<PathBuf>,
 }
 
 pub fn run(args: DemoArgs) -> anyhow::Result<()> {
-    ensure!(
-        (0.0..=1.0).contains(&args.bit_fraction),
-        "--bit-fraction must lie in [0, 1]"
-    );
-    ensure!(args.constraints > 0, "--constraints must be positive");
     let cache = args.cache.unwrap_or_else(default_cache_dir);
-    let circuit = SyntheticCircuit::new(args.constraints, 8, args.bit_fraction, 1);
-    println!(
-        "zkforge demo: synthetic circuit, {} constraints, {:.0}% bits, CPU backend",
-        circuit.constraints,
-        circuit.bit_fraction * 100.0
-    );
+    let param_dir = cache.join("params");
+    // filecoin-proofs reads this once, at its first use: set it before anything else.
+    std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &param_dir);
+    println!("zkforge demo: PoRep C2 of a 2 KiB sector, CPU backend (cache: {})", cache.display());
+
+    let size = 2 << 10;
+    let t = Instant::now();
+    let id = porep::porep_params_id(seal_proof_for(size)?)?;
+    if !id.params_path(&param_dir).exists() || !id.vk_path(&param_dir).exists() {
+        println!("generating 2 KiB PoRep test parameters (first run only)...");
+        let bar = KeyGenBar::new("parameters");
+        let mut rng = rand_chacha::ChaCha20Rng::from_entropy();
+        let pk = porep::porep_random_keys(seal_proof_for(size)?, &mut rng, &bar)?;
+        bar.finish();
+        params::write(&id, &pk, &param_dir, true)?;
+    }
+    let params_time = t.elapsed();
 
     let t = Instant::now();
-    let pk = synthetic_key(&circuit, &cache)?;
-    let keys = t.elapsed();
+    let fixture_dir = cache.join("fixtures-2KiB");
+    let manifest = match fixtures::load(&fixture_dir) {
+        Ok(m) => m,
+        Err(_) => fixtures::make(size, &fixture_dir, 1)?,
+    };
+    let c1_path = fixture_dir.join(&manifest.c1_wrapper);
+    let c1 = porep::parse_c1(&std::fs::read(&c1_path).with_context(|| c1_path.display().to_string())?)?;
+    let fixture_time = t.elapsed();
+
+    let report = prove_c1(c1, &param_dir)?;
 
     let t = Instant::now();
-    let witness = synthesize(circuit.clone())?;
-    let synth = t.elapsed();
+    let ok = manifest.verify_porep(&report.proof).context("filecoin-proofs verify_seal")?;
+    let verify_time = t.elapsed();
+    ensure!(ok, "filecoin-proofs rejected the proof");
 
-    let t = Instant::now();
-    let mut rng = rand_chacha::ChaCha20Rng::from_entropy();
-    let proof = prover::prove(
-        &CpuBackend::new(),
-        &pk,
-        witness,
-        ProofRandomness::random(&mut rng),
-    )?;
-    let prove = t.elapsed();
-
-    let t = Instant::now();
-    let ok = verify(&pk.vk, &proof, &circuit.public_values())?;
-    let check = t.elapsed();
-    ensure!(ok, "the proof did not verify");
-
-    println!("proof   {}", hex(&proof.to_bytes()));
-    println!("keys    {:>9.3} s", keys.as_secs_f64());
-    println!("synth   {:>9.3} s", synth.as_secs_f64());
-    println!("prove   {:>9.3} s", prove.as_secs_f64());
-    println!("verify  {:>9.3} s  ok", check.as_secs_f64());
+    println!("proof       {}", fixtures::hex(&report.proof));
+    println!("params      {:>8.3} s", params_time.as_secs_f64());
+    println!("fixture     {:>8.3} s", fixture_time.as_secs_f64());
+    println!("synthesis   {:>8.3} s", report.synthesis.as_secs_f64());
+    println!("prove       {:>8.3} s", report.proving.as_secs_f64());
+    println!("self-check  {:>8.3} s", report.self_check.as_secs_f64());
+    println!("verify_seal {:>8.3} s  ok (filecoin-proofs)", verify_time.as_secs_f64());
     Ok(())
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

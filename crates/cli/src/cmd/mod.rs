@@ -2,4 +2,7 @@
 
 pub mod bench;
 pub mod demo;
+pub mod fixtures;
 mod keys;
+pub mod params;
+pub mod prove;

@@ -41,7 +41,7 @@ struct Trapdoor {
 /// Generates random keys for `circuit`, readable by bellperson and filecoin-proofs.
 pub fn generate_random_keys<C: Circuit<Scalar>>(
     circuit: C,
-    rng: &mut impl RngCore,
+    rng: &mut (impl RngCore + ?Sized),
     progress: &dyn GenProgress,
 ) -> Result<ProvingKey> {
     let mut asm = KeyAssembly::default();
@@ -92,7 +92,7 @@ pub fn generate_random_keys<C: Circuit<Scalar>>(
     })
 }
 
-fn nonzero(rng: &mut impl RngCore) -> Scalar {
+fn nonzero(rng: &mut (impl RngCore + ?Sized)) -> Scalar {
     loop {
         let s = Scalar::random(&mut *rng);
         if !s.is_zero_vartime() {

@@ -21,7 +21,7 @@ pub struct ProofRandomness {
 }
 
 impl ProofRandomness {
-    pub fn random(rng: &mut impl RngCore) -> Self {
+    pub fn random(rng: &mut (impl RngCore + ?Sized)) -> Self {
         Self {
             r: Scalar::random(&mut *rng),
             s: Scalar::random(&mut *rng),

@@ -1,0 +1,187 @@
+//! PoRep C2: the C1 output (vanilla proofs) becomes one StackedDrg circuit per partition.
+
+use std::marker::PhantomData;
+
+use anyhow::{bail, ensure, Context, Result};
+use base64::Engine as _;
+use blstrs::Scalar;
+use filecoin_proofs::{
+    as_safe_commitment, parameters::public_params, DefaultPieceDomain, DefaultPieceHasher,
+    MerkleTreeTrait, PoRepConfig,
+};
+use filecoin_hashers::Domain;
+use filecoin_proofs_api::seal::SealCommitPhase1Output;
+use filecoin_proofs_api::RegisteredSealProof;
+use serde::Deserialize;
+use storage_proofs_core::compound_proof::CompoundProof;
+use storage_proofs_porep::stacked::{self, StackedCircuit, StackedCompound, StackedDrg};
+use rand_core::RngCore;
+use zkforge_groth16::generator::GenProgress;
+use zkforge_groth16::{ProvingKey, Witness};
+
+use crate::params::{random_keys, ParamsId};
+use crate::shape::with_tree;
+use crate::{PartitionedCircuit, ProofKind};
+
+/// The wrapper Curio and lotus-bench put around the C1 output (`c1.json`).
+#[derive(Deserialize)]
+struct C1Wrapper {
+    #[serde(rename = "SectorNum")]
+    _sector_num: u64,
+    #[serde(rename = "Phase1Out")]
+    phase1_out: String,
+    #[serde(rename = "SectorSize")]
+    sector_size: u64,
+}
+
+/// Parses a C1 output: Curio's `{"SectorNum","Phase1Out","SectorSize"}` wrapper (Phase1Out
+/// being base64 of the JSON) or the raw JSON of filecoin-proofs-api's `SealCommitPhase1Output`.
+pub fn parse_c1(bytes: &[u8]) -> Result<SealCommitPhase1Output> {
+    let value: serde_json::Value =
+        serde_json::from_slice(bytes).context("C1 input is not valid JSON")?;
+    if value.get("Phase1Out").is_some() {
+        let w: C1Wrapper = serde_json::from_value(value)
+            .context("C1 wrapper JSON needs SectorNum, Phase1Out (base64) and SectorSize")?;
+        let inner = base64::engine::general_purpose::STANDARD
+            .decode(w.phase1_out.trim())
+            .context("Phase1Out is not valid base64")?;
+        let out: SealCommitPhase1Output = serde_json::from_slice(&inner)
+            .context("Phase1Out does not decode to a SealCommitPhase1Output")?;
+        let declared = u64::from(out.registered_proof.sector_size());
+        ensure!(
+            declared == w.sector_size,
+            "SectorSize {} does not match the C1 output's registered proof {:?} ({} bytes)",
+            w.sector_size,
+            out.registered_proof,
+            declared
+        );
+        return Ok(out);
+    }
+    serde_json::from_value(value).context("JSON is neither a C1 wrapper nor a SealCommitPhase1Output")
+}
+
+/// Builds the partition circuits of a C1 output.
+pub fn porep_circuits(c1: SealCommitPhase1Output) -> Result<Box<dyn PartitionedCircuit>> {
+    let size = u64::from(c1.registered_proof.sector_size());
+    with_tree!(size, porep_for_tree, c1)
+}
+
+/// The parameter set of a registered PoRep proof.
+pub fn porep_params_id(proof: RegisteredSealProof) -> Result<ParamsId> {
+    let size = u64::from(proof.sector_size());
+    with_tree!(size, params_id_for_tree, &proof.as_v1_config())
+}
+
+fn params_id_for_tree<Tree: 'static + MerkleTreeTrait>(config: &PoRepConfig) -> Result<ParamsId> {
+    let id = config.get_cache_identifier::<Tree>()?;
+    Ok(ParamsId::new(ProofKind::PoRep, u64::from(config.sector_size), &id))
+}
+
+/// Random test keys for a registered PoRep proof.
+pub fn porep_random_keys(
+    proof: RegisteredSealProof,
+    rng: &mut dyn RngCore,
+    progress: &dyn GenProgress,
+) -> Result<ProvingKey> {
+    let size = u64::from(proof.sector_size());
+    with_tree!(size, keys_for_tree, &proof.as_v1_config(), rng, progress)
+}
+
+fn keys_for_tree<Tree: 'static + MerkleTreeTrait>(
+    config: &PoRepConfig,
+    rng: &mut dyn RngCore,
+    progress: &dyn GenProgress,
+) -> Result<ProvingKey> {
+    let pp = public_params::<Tree>(config)?;
+    let circuit = <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::blank_circuit(&pp);
+    random_keys(circuit, rng, progress)
+}
+
+type PublicInputs<Tree> = stacked::PublicInputs<
+    <<Tree as MerkleTreeTrait>::Hasher as filecoin_hashers::Hasher>::Domain,
+    DefaultPieceDomain,
+>;
+
+struct PoRepCircuits<Tree: 'static + MerkleTreeTrait> {
+    params_id: ParamsId,
+    public_params: stacked::PublicParams<Tree>,
+    public_inputs: PublicInputs<Tree>,
+    vanilla: Vec<Vec<stacked::Proof<Tree, DefaultPieceHasher>>>,
+    _tree: PhantomData<Tree>,
+}
+
+fn porep_for_tree<Tree: 'static + MerkleTreeTrait>(
+    c1: SealCommitPhase1Output,
+) -> Result<Box<dyn PartitionedCircuit>> {
+    let SealCommitPhase1Output { registered_proof, vanilla_proofs, comm_r, comm_d, replica_id, seed, .. } =
+        c1;
+    ensure!(comm_d != [0; 32], "C1 output has an all-zero comm_d");
+    ensure!(comm_r != [0; 32], "C1 output has an all-zero comm_r");
+    ensure!(seed != [0; 32], "C1 output has an all-zero seed");
+    let config = registered_proof.as_v1_config();
+    let vanilla: Vec<Vec<stacked::Proof<Tree, DefaultPieceHasher>>> = vanilla_proofs
+        .try_into()
+        .context("the vanilla proofs do not match the registered proof's sector size")?;
+    let partitions = usize::from(config.partitions);
+    if vanilla.len() != partitions || vanilla.iter().any(|p| p.is_empty()) {
+        bail!(
+            "C1 output holds {} partitions of vanilla proofs, {:?} needs {partitions} non-empty ones",
+            vanilla.len(),
+            registered_proof
+        );
+    }
+    let replica_id: Scalar = replica_id.into();
+    let public_inputs = stacked::PublicInputs {
+        replica_id: replica_id.into(),
+        tau: Some(stacked::Tau {
+            comm_d: DefaultPieceDomain::try_from_bytes(&comm_d).context("comm_d")?,
+            comm_r: as_safe_commitment(&comm_r, "comm_r")?,
+        }),
+        k: None,
+        seed: Some(seed),
+    };
+    Ok(Box::new(PoRepCircuits::<Tree> {
+        params_id: params_id_for_tree::<Tree>(&config)?,
+        public_params: public_params::<Tree>(&config)?,
+        public_inputs,
+        vanilla,
+        _tree: PhantomData,
+    }))
+}
+
+type Compound<Tree> = StackedCompound<Tree, DefaultPieceHasher>;
+
+impl<Tree: 'static + MerkleTreeTrait> PartitionedCircuit for PoRepCircuits<Tree> {
+    fn kind(&self) -> ProofKind {
+        ProofKind::PoRep
+    }
+
+    fn params_id(&self) -> &ParamsId {
+        &self.params_id
+    }
+
+    fn partitions(&self) -> usize {
+        self.vanilla.len()
+    }
+
+    fn synthesize(&self, k: usize) -> Result<Witness> {
+        let circuit: StackedCircuit<Tree, DefaultPieceHasher> =
+            <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::circuit(
+                &self.public_inputs,
+                Default::default(),
+                &self.vanilla[k],
+                &self.public_params,
+                Some(k),
+            )
+            .with_context(|| format!("building the circuit of partition {k}"))?;
+        zkforge_groth16::synthesize(circuit).with_context(|| format!("synthesizing partition {k}"))
+    }
+
+    fn public_inputs(&self, k: usize) -> Result<Vec<Scalar>> {
+        <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::generate_public_inputs(
+            &self.public_inputs,
+            &self.public_params,
+            Some(k),
+        )
+    }
+}

@@ -1,0 +1,68 @@
+//! Sector size → Merkle tree shape, with an error (not a panic) for sizes the crates lack.
+
+use anyhow::{bail, Result};
+use filecoin_proofs::constants::{
+    SECTOR_SIZE_2_KIB, SECTOR_SIZE_32_GIB, SECTOR_SIZE_512_MIB, SECTOR_SIZE_64_GIB,
+    SECTOR_SIZE_8_MIB,
+};
+
+/// The sector sizes Filecoin registers proofs for.
+pub const SUPPORTED: [u64; 5] =
+    [SECTOR_SIZE_2_KIB, SECTOR_SIZE_8_MIB, SECTOR_SIZE_512_MIB, SECTOR_SIZE_32_GIB, SECTOR_SIZE_64_GIB];
+
+pub fn check_supported(sector_size: u64) -> Result<()> {
+    if !SUPPORTED.contains(&sector_size) {
+        bail!(
+            "unsupported sector size {sector_size} bytes; supported: 2KiB, 8MiB, 512MiB, 32GiB, 64GiB"
+        );
+    }
+    Ok(())
+}
+
+/// Calls `$f::<Tree>(args)` with the tree shape of `$size`, or returns an error.
+macro_rules! with_tree {
+    ($size:expr, $f:ident $(, $args:expr)* $(,)?) => {{
+        use filecoin_proofs::constants as c;
+        match $size {
+            s if s == c::SECTOR_SIZE_2_KIB => $f::<c::SectorShape2KiB>($($args),*),
+            s if s == c::SECTOR_SIZE_8_MIB => $f::<c::SectorShape8MiB>($($args),*),
+            s if s == c::SECTOR_SIZE_512_MIB => $f::<c::SectorShape512MiB>($($args),*),
+            s if s == c::SECTOR_SIZE_32_GIB => $f::<c::SectorShape32GiB>($($args),*),
+            s if s == c::SECTOR_SIZE_64_GIB => $f::<c::SectorShape64GiB>($($args),*),
+            s => $crate::shape::check_supported(s).map(|_| unreachable!()),
+        }
+    }};
+}
+
+pub(crate) use with_tree;
+
+/// Parses "2KiB", "32GiB", "2048"...
+pub fn parse_sector_size(s: &str) -> Result<u64> {
+    let t = s.trim();
+    let (num, mult) = match t.find(|c: char| !c.is_ascii_digit()) {
+        None => (t, 1),
+        Some(i) => {
+            let unit = &t[i..];
+            let mult = match unit.to_ascii_lowercase().as_str() {
+                "kib" | "k" => 1u64 << 10,
+                "mib" | "m" => 1 << 20,
+                "gib" | "g" => 1 << 30,
+                _ => bail!("unknown sector size unit {unit:?} in {s:?} (use KiB, MiB or GiB)"),
+            };
+            (&t[..i], mult)
+        }
+    };
+    let n: u64 = num.parse().map_err(|_| anyhow::anyhow!("not a sector size: {s:?}"))?;
+    let size = n.checked_mul(mult).ok_or_else(|| anyhow::anyhow!("sector size {s:?} overflows"))?;
+    check_supported(size)?;
+    Ok(size)
+}
+
+/// "2KiB", "32GiB"... for a supported size.
+pub fn format_sector_size(size: u64) -> String {
+    match size {
+        s if s >= 1 << 30 => format!("{}GiB", s >> 30),
+        s if s >= 1 << 20 => format!("{}MiB", s >> 20),
+        s => format!("{}KiB", s >> 10),
+    }
+}
