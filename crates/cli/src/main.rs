@@ -7,7 +7,8 @@ use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 
 /// Our logs at info; the Filecoin crates' chatter only from warnings up.
-const DEFAULT_LOG: &str = "info,filecoin_proofs=warn,filecoin_proofs_api=warn,storage_proofs_core=warn,\
+const DEFAULT_LOG: &str =
+    "info,filecoin_proofs=warn,filecoin_proofs_api=warn,storage_proofs_core=warn,\
 storage_proofs_porep=warn,storage_proofs_post=warn,storage_proofs_update=warn";
 
 /// zkforge: a Groth16 proving engine for Filecoin.

@@ -8,34 +8,72 @@ fn zkforge() -> Command {
 
 #[test]
 fn every_subcommand_has_help() {
-    for args in [&["--help"][..], &["demo", "--help"], &["bench", "--help"], &["bench", "local", "--help"]] {
+    for args in [
+        &["--help"][..],
+        &["demo", "--help"],
+        &["bench", "--help"],
+        &["bench", "local", "--help"],
+    ] {
         let out = zkforge().args(args).output().unwrap();
         assert!(out.status.success(), "{args:?}");
-        assert!(String::from_utf8_lossy(&out.stdout).contains("Usage"), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("Usage"),
+            "{args:?}"
+        );
     }
 }
 
+/// The shared cache of test parameters (generated once, minutes on 2 cores).
+fn cache_dir() -> std::path::PathBuf {
+    std::env::var_os("ZKFORGE_CACHE")
+        .map(Into::into)
+        .unwrap_or_else(|| {
+            std::path::PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/zkforge")
+        })
+}
+
 #[test]
-fn demo_proves_verifies_and_reuses_cached_keys() {
+fn demo_proves_a_2kib_porep_that_filecoin_proofs_accepts() {
+    let out = zkforge()
+        .args(["demo", "--cache"])
+        .arg(cache_dir())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("ok (filecoin-proofs)"), "{stdout}");
+    let proof = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("proof       "))
+        .unwrap();
+    assert_eq!(proof.len(), 384, "192 bytes in hex");
+}
+
+#[test]
+fn bench_local_reports_a_row_per_size() {
     let cache = tempfile::tempdir().unwrap();
-    for _ in 0..2 {
-        let out = zkforge()
-            .args(["demo", "--constraints", "3000", "--cache"])
-            .arg(cache.path())
-            .output()
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-        assert!(stdout.contains("ok"), "{stdout}");
-        let proof = stdout.lines().find_map(|l| l.strip_prefix("proof   ")).unwrap();
-        assert_eq!(proof.len(), 384, "192 bytes in hex");
-    }
-    assert_eq!(std::fs::read_dir(cache.path()).unwrap().count(), 1, "one cached key, reused");
+    let out = zkforge()
+        .env("ZKFORGE_CACHE", cache.path())
+        .args(["bench", "local", "--log-sizes", "8,9", "--runs", "1"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    let rows: Vec<&str> = stdout.lines().skip(1).collect();
+    assert_eq!(rows.len(), 2, "{stdout}");
+    assert!(rows[0].trim_start().starts_with('8') && rows[1].trim_start().starts_with('9'));
 }
 
 #[test]
 fn bad_arguments_are_refused_with_a_message() {
-    let out = zkforge().args(["demo", "--bit-fraction", "1.5"]).output().unwrap();
+    let out = zkforge()
+        .args(["demo", "--bit-fraction", "1.5"])
+        .output()
+        .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--bit-fraction"));
 }

@@ -53,12 +53,19 @@ pub fn make(sector_size: u64, out: &Path, seed_value: u64) -> Result<Manifest> {
     let cache = work.join("cache");
     fs::create_dir_all(&cache).with_context(|| format!("creating {}", cache.display()))?;
 
-    let piece_len = UnpaddedBytesAmount::from(filecoin_proofs::PaddedBytesAmount::from(SectorSize(sector_size)));
+    let piece_len = UnpaddedBytesAmount::from(filecoin_proofs::PaddedBytesAmount::from(
+        SectorSize(sector_size),
+    ));
     let mut data = vec![0u8; u64::from(piece_len) as usize];
     rng.fill_bytes(&mut data);
     let staged = work.join("staged");
     let sealed = work.join("sealed");
-    let mut staged_file = OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&staged)?;
+    let mut staged_file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&staged)?;
     let (piece, _) = seal::add_piece(proof, Cursor::new(&data), &mut staged_file, piece_len, &[])
         .context("add_piece")?;
     File::create(&sealed).with_context(|| format!("creating {}", sealed.display()))?;
@@ -69,12 +76,17 @@ pub fn make(sector_size: u64, out: &Path, seed_value: u64) -> Result<Manifest> {
     let seed = field_bytes(&mut rng);
     let pieces = [piece];
 
-    let pc1 = seal::seal_pre_commit_phase1(proof, &cache, &staged, &sealed, prover_id, sector_id, ticket, &pieces)
-        .context("seal_pre_commit_phase1")?;
-    let pc2 = seal::seal_pre_commit_phase2(pc1, &cache, &sealed).context("seal_pre_commit_phase2")?;
+    let pc1 = seal::seal_pre_commit_phase1(
+        proof, &cache, &staged, &sealed, prover_id, sector_id, ticket, &pieces,
+    )
+    .context("seal_pre_commit_phase1")?;
+    let pc2 =
+        seal::seal_pre_commit_phase2(pc1, &cache, &sealed).context("seal_pre_commit_phase2")?;
     let (comm_r, comm_d) = (pc2.comm_r, pc2.comm_d);
-    let c1 = seal::seal_commit_phase1(&cache, &sealed, prover_id, sector_id, ticket, seed, pc2, &pieces)
-        .context("seal_commit_phase1")?;
+    let c1 = seal::seal_commit_phase1(
+        &cache, &sealed, prover_id, sector_id, ticket, seed, pc2, &pieces,
+    )
+    .context("seal_commit_phase1")?;
 
     let raw = serde_json::to_vec(&c1)?;
     let wrapper = serde_json::json!({
@@ -95,7 +107,10 @@ pub fn make(sector_size: u64, out: &Path, seed_value: u64) -> Result<Manifest> {
         c1_raw: PathBuf::from("porep-c1-raw.json"),
     };
     fs::write(out.join(&manifest.c1_raw), &raw)?;
-    fs::write(out.join(&manifest.c1_wrapper), serde_json::to_vec(&wrapper)?)?;
+    fs::write(
+        out.join(&manifest.c1_wrapper),
+        serde_json::to_vec(&wrapper)?,
+    )?;
     fs::write(out.join(MANIFEST), serde_json::to_vec_pretty(&manifest)?)?;
     Ok(manifest)
 }
@@ -124,7 +139,8 @@ pub fn unhex32(s: &str) -> Result<[u8; 32]> {
     anyhow::ensure!(s.len() == 64, "expected 64 hex digits, got {}", s.len());
     let mut out = [0u8; 32];
     for (i, o) in out.iter_mut().enumerate() {
-        *o = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).with_context(|| format!("bad hex {s:?}"))?;
+        *o = u8::from_str_radix(&s[2 * i..2 * i + 2], 16)
+            .with_context(|| format!("bad hex {s:?}"))?;
     }
     Ok(out)
 }

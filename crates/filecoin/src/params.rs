@@ -34,8 +34,15 @@ pub struct ParamsId {
 
 impl ParamsId {
     pub fn new(kind: ProofKind, sector_size: u64, cache_identifier: &str) -> Self {
-        let stem = format!("v{}-{cache_identifier}", storage_proofs_core::parameter_cache::VERSION);
-        Self { kind, sector_size, stem }
+        let stem = format!(
+            "v{}-{cache_identifier}",
+            storage_proofs_core::parameter_cache::VERSION
+        );
+        Self {
+            kind,
+            sector_size,
+            stem,
+        }
     }
 
     /// A short name such as `porep-2KiB`.

@@ -5,17 +5,18 @@ use std::marker::PhantomData;
 use anyhow::{bail, ensure, Context, Result};
 use base64::Engine as _;
 use blstrs::Scalar;
+use filecoin_hashers::Domain;
 use filecoin_proofs::{
     as_safe_commitment, parameters::public_params, DefaultPieceDomain, DefaultPieceHasher,
     MerkleTreeTrait, PoRepConfig,
 };
-use filecoin_hashers::Domain;
 use filecoin_proofs_api::seal::SealCommitPhase1Output;
 use filecoin_proofs_api::RegisteredSealProof;
+use rand_core::RngCore;
 use serde::Deserialize;
 use storage_proofs_core::compound_proof::CompoundProof;
+use storage_proofs_core::proof::ProofScheme;
 use storage_proofs_porep::stacked::{self, StackedCircuit, StackedCompound, StackedDrg};
-use rand_core::RngCore;
 use zkforge_groth16::generator::GenProgress;
 use zkforge_groth16::{ProvingKey, Witness};
 
@@ -57,7 +58,8 @@ pub fn parse_c1(bytes: &[u8]) -> Result<SealCommitPhase1Output> {
         );
         return Ok(out);
     }
-    serde_json::from_value(value).context("JSON is neither a C1 wrapper nor a SealCommitPhase1Output")
+    serde_json::from_value(value)
+        .context("JSON is neither a C1 wrapper nor a SealCommitPhase1Output")
 }
 
 /// Builds the partition circuits of a C1 output.
@@ -74,7 +76,11 @@ pub fn porep_params_id(proof: RegisteredSealProof) -> Result<ParamsId> {
 
 fn params_id_for_tree<Tree: 'static + MerkleTreeTrait>(config: &PoRepConfig) -> Result<ParamsId> {
     let id = config.get_cache_identifier::<Tree>()?;
-    Ok(ParamsId::new(ProofKind::PoRep, u64::from(config.sector_size), &id))
+    Ok(ParamsId::new(
+        ProofKind::PoRep,
+        u64::from(config.sector_size),
+        &id,
+    ))
 }
 
 /// Random test keys for a registered PoRep proof.
@@ -102,7 +108,8 @@ type PublicInputs<Tree> = stacked::PublicInputs<
     DefaultPieceDomain,
 >;
 
-struct PoRepCircuits<Tree: 'static + MerkleTreeTrait> {
+/// The partition circuits of one C1 output, for the tree shape of its sector size.
+pub struct PoRepCircuits<Tree: 'static + MerkleTreeTrait> {
     params_id: ParamsId,
     public_params: stacked::PublicParams<Tree>,
     public_inputs: PublicInputs<Tree>,
@@ -113,40 +120,82 @@ struct PoRepCircuits<Tree: 'static + MerkleTreeTrait> {
 fn porep_for_tree<Tree: 'static + MerkleTreeTrait>(
     c1: SealCommitPhase1Output,
 ) -> Result<Box<dyn PartitionedCircuit>> {
-    let SealCommitPhase1Output { registered_proof, vanilla_proofs, comm_r, comm_d, replica_id, seed, .. } =
-        c1;
-    ensure!(comm_d != [0; 32], "C1 output has an all-zero comm_d");
-    ensure!(comm_r != [0; 32], "C1 output has an all-zero comm_r");
-    ensure!(seed != [0; 32], "C1 output has an all-zero seed");
-    let config = registered_proof.as_v1_config();
-    let vanilla: Vec<Vec<stacked::Proof<Tree, DefaultPieceHasher>>> = vanilla_proofs
-        .try_into()
-        .context("the vanilla proofs do not match the registered proof's sector size")?;
-    let partitions = usize::from(config.partitions);
-    if vanilla.len() != partitions || vanilla.iter().any(|p| p.is_empty()) {
-        bail!(
+    Ok(Box::new(PoRepCircuits::<Tree>::new(c1)?))
+}
+
+impl<Tree: 'static + MerkleTreeTrait> PoRepCircuits<Tree> {
+    /// Checks the C1 output and prepares the public parameters and inputs.
+    pub fn new(c1: SealCommitPhase1Output) -> Result<Self> {
+        let SealCommitPhase1Output {
+            registered_proof,
+            vanilla_proofs,
+            comm_r,
+            comm_d,
+            replica_id,
+            seed,
+            ..
+        } = c1;
+        ensure!(comm_d != [0; 32], "C1 output has an all-zero comm_d");
+        ensure!(comm_r != [0; 32], "C1 output has an all-zero comm_r");
+        ensure!(seed != [0; 32], "C1 output has an all-zero seed");
+        let config = registered_proof.as_v1_config();
+        let vanilla: Vec<Vec<stacked::Proof<Tree, DefaultPieceHasher>>> = vanilla_proofs
+            .try_into()
+            .context("the vanilla proofs do not match the registered proof's sector size")?;
+        let partitions = usize::from(config.partitions);
+        if vanilla.len() != partitions || vanilla.iter().any(|p| p.is_empty()) {
+            bail!(
             "C1 output holds {} partitions of vanilla proofs, {:?} needs {partitions} non-empty ones",
             vanilla.len(),
             registered_proof
         );
+        }
+        let replica_id: Scalar = replica_id.into();
+        let public_inputs = stacked::PublicInputs {
+            replica_id: replica_id.into(),
+            tau: Some(stacked::Tau {
+                comm_d: DefaultPieceDomain::try_from_bytes(&comm_d).context("comm_d")?,
+                comm_r: as_safe_commitment(&comm_r, "comm_r")?,
+            }),
+            k: None,
+            seed: Some(seed),
+        };
+        let public_params = public_params::<Tree>(&config)?;
+        // Cheap next to proving, and it turns a wrong sector size or a damaged C1 output into a
+        // clear error before any synthesis or GPU time is spent.
+        let valid =
+            <StackedDrg<'_, Tree, DefaultPieceHasher> as ProofScheme>::verify_all_partitions(
+                &public_params,
+                &public_inputs,
+                &vanilla,
+            )
+            .unwrap_or(false);
+        ensure!(
+            valid,
+            "the C1 vanilla proofs do not verify against its public values for {:?} (wrong sector \
+             size or proof type, or a damaged C1 output)",
+            registered_proof
+        );
+        Ok(Self {
+            params_id: params_id_for_tree::<Tree>(&config)?,
+            public_params,
+            public_inputs,
+            vanilla,
+            _tree: PhantomData,
+        })
     }
-    let replica_id: Scalar = replica_id.into();
-    let public_inputs = stacked::PublicInputs {
-        replica_id: replica_id.into(),
-        tau: Some(stacked::Tau {
-            comm_d: DefaultPieceDomain::try_from_bytes(&comm_d).context("comm_d")?,
-            comm_r: as_safe_commitment(&comm_r, "comm_r")?,
-        }),
-        k: None,
-        seed: Some(seed),
-    };
-    Ok(Box::new(PoRepCircuits::<Tree> {
-        params_id: params_id_for_tree::<Tree>(&config)?,
-        public_params: public_params::<Tree>(&config)?,
-        public_inputs,
-        vanilla,
-        _tree: PhantomData,
-    }))
+
+    /// The circuit of partition `k`.
+    pub fn circuit(&self, k: usize) -> Result<StackedCircuit<Tree, DefaultPieceHasher>> {
+        <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::circuit(
+            &self.public_inputs,
+            (),
+            &self.vanilla[k],
+            &self.public_params,
+            Some(k),
+        )
+        .with_context(|| format!("building the circuit of partition {k}"))
+    }
 }
 
 type Compound<Tree> = StackedCompound<Tree, DefaultPieceHasher>;
@@ -165,16 +214,8 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionedCircuit for PoRepCircuits<Tree>
     }
 
     fn synthesize(&self, k: usize) -> Result<Witness> {
-        let circuit: StackedCircuit<Tree, DefaultPieceHasher> =
-            <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::circuit(
-                &self.public_inputs,
-                Default::default(),
-                &self.vanilla[k],
-                &self.public_params,
-                Some(k),
-            )
-            .with_context(|| format!("building the circuit of partition {k}"))?;
-        zkforge_groth16::synthesize(circuit).with_context(|| format!("synthesizing partition {k}"))
+        zkforge_groth16::synthesize(self.circuit(k)?)
+            .with_context(|| format!("synthesizing partition {k}"))
     }
 
     fn public_inputs(&self, k: usize) -> Result<Vec<Scalar>> {

@@ -7,8 +7,13 @@ use filecoin_proofs::constants::{
 };
 
 /// The sector sizes Filecoin registers proofs for.
-pub const SUPPORTED: [u64; 5] =
-    [SECTOR_SIZE_2_KIB, SECTOR_SIZE_8_MIB, SECTOR_SIZE_512_MIB, SECTOR_SIZE_32_GIB, SECTOR_SIZE_64_GIB];
+pub const SUPPORTED: [u64; 5] = [
+    SECTOR_SIZE_2_KIB,
+    SECTOR_SIZE_8_MIB,
+    SECTOR_SIZE_512_MIB,
+    SECTOR_SIZE_32_GIB,
+    SECTOR_SIZE_64_GIB,
+];
 
 pub fn check_supported(sector_size: u64) -> Result<()> {
     if !SUPPORTED.contains(&sector_size) {
@@ -52,8 +57,12 @@ pub fn parse_sector_size(s: &str) -> Result<u64> {
             (&t[..i], mult)
         }
     };
-    let n: u64 = num.parse().map_err(|_| anyhow::anyhow!("not a sector size: {s:?}"))?;
-    let size = n.checked_mul(mult).ok_or_else(|| anyhow::anyhow!("sector size {s:?} overflows"))?;
+    let n: u64 = num
+        .parse()
+        .map_err(|_| anyhow::anyhow!("not a sector size: {s:?}"))?;
+    let size = n
+        .checked_mul(mult)
+        .ok_or_else(|| anyhow::anyhow!("sector size {s:?} overflows"))?;
     check_supported(size)?;
     Ok(size)
 }

@@ -26,7 +26,10 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
     let param_dir = cache.join("params");
     // filecoin-proofs reads this once, at its first use: set it before anything else.
     std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &param_dir);
-    println!("zkforge demo: PoRep C2 of a 2 KiB sector, CPU backend (cache: {})", cache.display());
+    println!(
+        "zkforge demo: PoRep C2 of a 2 KiB sector, CPU backend (cache: {})",
+        cache.display()
+    );
 
     let size = 2 << 10;
     let t = Instant::now();
@@ -48,13 +51,16 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         Err(_) => fixtures::make(size, &fixture_dir, 1)?,
     };
     let c1_path = fixture_dir.join(&manifest.c1_wrapper);
-    let c1 = porep::parse_c1(&std::fs::read(&c1_path).with_context(|| c1_path.display().to_string())?)?;
+    let c1 =
+        porep::parse_c1(&std::fs::read(&c1_path).with_context(|| c1_path.display().to_string())?)?;
     let fixture_time = t.elapsed();
 
     let report = prove_c1(c1, &param_dir)?;
 
     let t = Instant::now();
-    let ok = manifest.verify_porep(&report.proof).context("filecoin-proofs verify_seal")?;
+    let ok = manifest
+        .verify_porep(&report.proof)
+        .context("filecoin-proofs verify_seal")?;
     let verify_time = t.elapsed();
     ensure!(ok, "filecoin-proofs rejected the proof");
 
@@ -64,6 +70,9 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
     println!("synthesis   {:>8.3} s", report.synthesis.as_secs_f64());
     println!("prove       {:>8.3} s", report.proving.as_secs_f64());
     println!("self-check  {:>8.3} s", report.self_check.as_secs_f64());
-    println!("verify_seal {:>8.3} s  ok (filecoin-proofs)", verify_time.as_secs_f64());
+    println!(
+        "verify_seal {:>8.3} s  ok (filecoin-proofs)",
+        verify_time.as_secs_f64()
+    );
     Ok(())
 }

@@ -23,7 +23,11 @@ pub fn run(args: FixturesArgs) -> anyhow::Result<()> {
     let size = parse_sector_size(&args.sector_size)?;
     let t = Instant::now();
     let m = fixtures::make(size, &args.out, args.seed)?;
-    println!("sealed a {} sector in {:.1} s", args.sector_size, t.elapsed().as_secs_f64());
+    println!(
+        "sealed a {} sector in {:.1} s",
+        args.sector_size,
+        t.elapsed().as_secs_f64()
+    );
     println!("  {}", args.out.join(&m.c1_wrapper).display());
     println!("  {}", args.out.join(&m.c1_raw).display());
     println!("  {}", args.out.join(fixtures::MANIFEST).display());

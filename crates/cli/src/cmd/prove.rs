@@ -31,11 +31,14 @@ pub struct PorepArgs {
 
 pub fn run(cmd: ProveCommand) -> anyhow::Result<()> {
     let ProveCommand::Porep(args) = cmd;
-    let bytes = std::fs::read(&args.c1).with_context(|| format!("reading {}", args.c1.display()))?;
+    let bytes =
+        std::fs::read(&args.c1).with_context(|| format!("reading {}", args.c1.display()))?;
     let c1 = porep::parse_c1(&bytes).with_context(|| format!("{}", args.c1.display()))?;
     let proof = prove_c1(c1, &params::parameter_dir(args.params.as_deref()))?.proof;
     match args.out {
-        Some(path) => std::fs::write(&path, &proof).with_context(|| format!("writing {}", path.display()))?,
+        Some(path) => {
+            std::fs::write(&path, &proof).with_context(|| format!("writing {}", path.display()))?
+        }
         None => println!("{}", zkforge_filecoin::fixtures::hex(&proof)),
     }
     Ok(())
