@@ -8,8 +8,11 @@
 pub mod fixtures;
 pub mod params;
 pub mod porep;
+pub mod post;
 pub mod prove;
+pub mod registry;
 pub mod shape;
+pub mod snap;
 
 use anyhow::Result;
 use blstrs::Scalar;

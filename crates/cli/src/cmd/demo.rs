@@ -11,7 +11,7 @@ use zkforge_filecoin::fixtures::{self, seal_proof_for};
 use zkforge_filecoin::{params, porep};
 
 use super::keys::default_cache_dir;
-use super::prove::prove_c1;
+use super::prove::prove;
 use crate::progress::KeyGenBar;
 
 #[derive(Args)]
@@ -55,7 +55,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         porep::parse_c1(&std::fs::read(&c1_path).with_context(|| c1_path.display().to_string())?)?;
     let fixture_time = t.elapsed();
 
-    let report = prove_c1(c1, &param_dir)?;
+    let report = prove(porep::porep_circuits(c1)?.as_ref(), &param_dir)?;
 
     let t = Instant::now();
     let ok = manifest

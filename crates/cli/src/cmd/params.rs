@@ -3,10 +3,9 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::bail;
 use clap::{Args, Subcommand, ValueEnum};
 use rand::SeedableRng;
-use zkforge_filecoin::{fixtures::seal_proof_for, params, porep, shape::parse_sector_size};
+use zkforge_filecoin::{params, registry, shape::parse_sector_size, ProofKind};
 
 use crate::progress::KeyGenBar;
 
@@ -22,6 +21,17 @@ pub enum ProofArg {
     WinningPost,
     WindowPost,
     Snap,
+}
+
+impl ProofArg {
+    pub fn kind(self) -> ProofKind {
+        match self {
+            ProofArg::Porep => ProofKind::PoRep,
+            ProofArg::WinningPost => ProofKind::WinningPost,
+            ProofArg::WindowPost => ProofKind::WindowPost,
+            ProofArg::Snap => ProofKind::SnapDeals,
+        }
+    }
 }
 
 #[derive(Args)]
@@ -45,15 +55,10 @@ pub fn run(cmd: ParamsCommand) -> anyhow::Result<()> {
     let mut rng = rand_chacha::ChaCha20Rng::from_entropy();
     let bar = KeyGenBar::new("generating parameters");
     let t = Instant::now();
-    let (id, pk) = match args.proof {
-        ProofArg::Porep => {
-            let proof = seal_proof_for(size)?;
-            let id = porep::porep_params_id(proof)?;
-            params::check_writable(&id, &dir, args.force)?;
-            (id, porep::porep_random_keys(proof, &mut rng, &bar)?)
-        }
-        _ => bail!("parameter generation for this proof type is not implemented yet"),
-    };
+    let kind = args.proof.kind();
+    let id = registry::params_id(kind, size)?;
+    params::check_writable(&id, &dir, args.force)?;
+    let pk = registry::random_keys(kind, size, &mut rng, &bar)?;
     bar.finish();
     params::write(&id, &pk, &dir, args.force)?;
     println!(

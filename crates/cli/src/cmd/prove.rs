@@ -1,26 +1,37 @@
 //! `zkforge prove`: prove client inputs with the CPU backend and write the proof.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use rand::SeedableRng;
+use zkforge_filecoin::fixtures::{
+    hex, read_base64_list, seal_proof_for, unhex32, update_proof_for, window_post_for,
+    winning_post_for,
+};
+use zkforge_filecoin::post::{prover_id_from_miner, PostRequest};
 use zkforge_filecoin::prove::ProveReport;
-use zkforge_filecoin::{params, porep, prove_all};
+use zkforge_filecoin::shape::parse_sector_size;
+use zkforge_filecoin::snap::SnapRequest;
+use zkforge_filecoin::{params, porep, post, prove_all, snap, PartitionedCircuit};
 use zkforge_groth16::{CpuBackend, ReadOptions};
 
 #[derive(Subcommand)]
 pub enum ProveCommand {
     /// PoRep C2 from a C1 output (Curio's wrapper JSON or the raw SealCommitPhase1Output JSON).
     Porep(PorepArgs),
+    /// WinningPoSt from vanilla proofs (a JSON array of base64 bincode sector proofs).
+    WinningPost(PostArgs),
+    /// One WindowPoSt partition from its sectors' vanilla proofs.
+    WindowPost(PostArgs),
+    /// SnapDeals from vanilla partition proofs (a JSON array of base64 bincode).
+    Snap(SnapArgs),
 }
 
+/// Where the proof goes and which parameters prove it.
 #[derive(Args)]
-pub struct PorepArgs {
-    /// The C1 output file.
-    #[arg(long)]
-    c1: PathBuf,
+pub struct Output {
     /// Parameter directory [default: $FIL_PROOFS_PARAMETER_CACHE or /var/tmp/filecoin-proof-parameters].
     #[arg(long)]
     params: Option<PathBuf>,
@@ -29,27 +40,122 @@ pub struct PorepArgs {
     out: Option<PathBuf>,
 }
 
+#[derive(Args)]
+pub struct PostArgs {
+    /// JSON array of base64 vanilla proofs, one per sector.
+    #[arg(long)]
+    vanilla: PathBuf,
+    /// The PoSt randomness, 32 bytes in hex.
+    #[arg(long)]
+    randomness: String,
+    /// The miner's actor id (the prover id is derived from it) ...
+    #[arg(
+        long,
+        conflicts_with = "prover_id",
+        required_unless_present = "prover_id"
+    )]
+    miner_id: Option<u64>,
+    /// ... or the 32-byte prover id in hex.
+    #[arg(long)]
+    prover_id: Option<String>,
+    #[arg(long, default_value = "2KiB")]
+    sector_size: String,
+    /// WindowPoSt: the partition these sectors form.
+    #[arg(long, default_value_t = 0)]
+    partition_index: usize,
+    #[command(flatten)]
+    output: Output,
+}
+
+#[derive(Args)]
+pub struct SnapArgs {
+    /// JSON array of base64 vanilla partition proofs.
+    #[arg(long)]
+    vanilla: PathBuf,
+    #[arg(long)]
+    comm_r_old: String,
+    #[arg(long)]
+    comm_r_new: String,
+    #[arg(long)]
+    comm_d_new: String,
+    #[arg(long, default_value = "2KiB")]
+    sector_size: String,
+    #[command(flatten)]
+    output: Output,
+}
+
+#[derive(Args)]
+pub struct PorepArgs {
+    /// The C1 output file.
+    #[arg(long)]
+    c1: PathBuf,
+    #[command(flatten)]
+    output: Output,
+}
+
 pub fn run(cmd: ProveCommand) -> anyhow::Result<()> {
-    let ProveCommand::Porep(args) = cmd;
-    let bytes =
-        std::fs::read(&args.c1).with_context(|| format!("reading {}", args.c1.display()))?;
-    let c1 = porep::parse_c1(&bytes).with_context(|| format!("{}", args.c1.display()))?;
-    let proof = prove_c1(c1, &params::parameter_dir(args.params.as_deref()))?.proof;
-    match args.out {
-        Some(path) => {
-            std::fs::write(&path, &proof).with_context(|| format!("writing {}", path.display()))?
+    let (circuits, output) = match cmd {
+        ProveCommand::Porep(args) => {
+            let bytes = read(&args.c1)?;
+            let c1 = porep::parse_c1(&bytes).with_context(|| format!("{}", args.c1.display()))?;
+            (porep::porep_circuits(c1)?, args.output)
         }
-        None => println!("{}", zkforge_filecoin::fixtures::hex(&proof)),
+        ProveCommand::WinningPost(args) => post_circuits(args, winning_post_for)?,
+        ProveCommand::WindowPost(args) => post_circuits(args, window_post_for)?,
+        ProveCommand::Snap(args) => {
+            let size = parse_sector_size(&args.sector_size)?;
+            let req = SnapRequest {
+                registered_proof: update_proof_for(seal_proof_for(size)?),
+                vanilla_proofs: vanilla_list(&args.vanilla)?,
+                comm_r_old: unhex32(&args.comm_r_old).context("--comm-r-old")?,
+                comm_r_new: unhex32(&args.comm_r_new).context("--comm-r-new")?,
+                comm_d_new: unhex32(&args.comm_d_new).context("--comm-d-new")?,
+            };
+            (snap::snap_circuits(req)?, args.output)
+        }
+    };
+    let report = prove(
+        circuits.as_ref(),
+        &params::parameter_dir(output.params.as_deref()),
+    )?;
+    match output.out {
+        Some(path) => std::fs::write(&path, &report.proof)
+            .with_context(|| format!("writing {}", path.display()))?,
+        None => println!("{}", hex(&report.proof)),
     }
     Ok(())
 }
 
-/// Proves a C1 output with the CPU backend.
-pub fn prove_c1(
-    c1: filecoin_proofs_api::seal::SealCommitPhase1Output,
-    dir: &std::path::Path,
-) -> anyhow::Result<ProveReport> {
-    let circuits = porep::porep_circuits(c1)?;
+fn read(path: &Path) -> anyhow::Result<Vec<u8>> {
+    std::fs::read(path).with_context(|| format!("reading {}", path.display()))
+}
+
+fn vanilla_list(path: &Path) -> anyhow::Result<Vec<Vec<u8>>> {
+    read_base64_list(&read(path)?).with_context(|| format!("{}", path.display()))
+}
+
+fn post_circuits(
+    args: PostArgs,
+    proof_for: fn(u64) -> anyhow::Result<filecoin_proofs_api::RegisteredPoStProof>,
+) -> anyhow::Result<(Box<dyn PartitionedCircuit>, Output)> {
+    let size = parse_sector_size(&args.sector_size)?;
+    let prover_id = match (args.miner_id, &args.prover_id) {
+        (Some(miner), _) => prover_id_from_miner(miner),
+        (None, Some(hex)) => unhex32(hex).context("--prover-id")?,
+        (None, None) => anyhow::bail!("give --miner-id or --prover-id"),
+    };
+    let req = PostRequest {
+        registered_proof: proof_for(size)?,
+        randomness: unhex32(&args.randomness).context("--randomness")?,
+        prover_id,
+        vanilla_proofs: vanilla_list(&args.vanilla)?,
+        partition_index: args.partition_index,
+    };
+    Ok((post::post_circuits(req)?, args.output))
+}
+
+/// Proves every partition with the CPU backend (loading the parameters first).
+pub fn prove(circuits: &dyn PartitionedCircuit, dir: &Path) -> anyhow::Result<ProveReport> {
     let t = Instant::now();
     let pk = circuits.params_id().load(dir, ReadOptions::default())?;
     tracing::info!(
@@ -58,5 +164,5 @@ pub fn prove_c1(
         "parameters loaded"
     );
     let mut rng = rand_chacha::ChaCha20Rng::from_entropy();
-    prove_all(circuits.as_ref(), &CpuBackend::new(), &pk, &mut rng)
+    prove_all(circuits, &CpuBackend::new(), &pk, &mut rng)
 }

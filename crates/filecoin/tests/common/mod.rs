@@ -4,11 +4,11 @@
 #![allow(dead_code)]
 
 use std::path::PathBuf;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use rand_core::SeedableRng;
-use zkforge_filecoin::fixtures::{self, seal_proof_for, Manifest};
-use zkforge_filecoin::{params, porep, ParamsId};
+use zkforge_filecoin::fixtures::{self, Manifest};
+use zkforge_filecoin::{params, registry, ParamsId, ProofKind};
 
 pub const SIZE_2K: u64 = 2048;
 
@@ -32,25 +32,27 @@ pub fn param_dir() -> PathBuf {
     .clone()
 }
 
-/// Makes sure the 2 KiB PoRep parameters exist (minutes on 2 cores, the first time only).
-pub fn porep_params() -> (PathBuf, ParamsId) {
-    static READY: OnceLock<ParamsId> = OnceLock::new();
+/// Makes sure the 2 KiB parameters of `kind` exist (minutes on 2 cores for PoRep and SnapDeals,
+/// the first time only) and loads their proving key.
+pub fn params(kind: ProofKind) -> (PathBuf, ParamsId) {
+    static LOCK: Mutex<()> = Mutex::new(());
     let dir = param_dir();
-    let id = READY.get_or_init(|| {
-        let proof = seal_proof_for(SIZE_2K).unwrap();
-        let id = porep::porep_params_id(proof).unwrap();
-        if !id.params_path(&dir).exists() || !id.vk_path(&dir).exists() {
-            eprintln!(
-                "generating 2 KiB PoRep test parameters in {}",
-                dir.display()
-            );
-            let mut rng = rand_chacha::ChaCha20Rng::from_entropy();
-            let pk = porep::porep_random_keys(proof, &mut rng, &()).unwrap();
-            params::write(&id, &pk, &dir, true).unwrap();
-        }
-        id
-    });
-    (dir, id.clone())
+    let _guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let id = registry::params_id(kind, SIZE_2K).unwrap();
+    if !id.params_path(&dir).exists() || !id.vk_path(&dir).exists() {
+        eprintln!(
+            "generating 2 KiB {kind} test parameters in {}",
+            dir.display()
+        );
+        let mut rng = rand_chacha::ChaCha20Rng::from_entropy();
+        let pk = registry::random_keys(kind, SIZE_2K, &mut rng, &()).unwrap();
+        params::write(&id, &pk, &dir, true).unwrap();
+    }
+    (dir, id)
+}
+
+pub fn porep_params() -> (PathBuf, ParamsId) {
+    params(ProofKind::PoRep)
 }
 
 /// A freshly sealed 2 KiB sector and its inputs, in a temporary directory.
