@@ -1,6 +1,8 @@
-//! Circuits zkforge proves. For now the synthetic family used by tests and benchmarks; the
-//! Filecoin circuits come from the official storage-proofs crates.
+//! Circuits zkforge proves and the job interface the engine schedules: synthetic circuits for
+//! tests and benchmarks here, Filecoin's in `zkforge-filecoin`.
 
+mod job;
 mod synthetic;
 
-pub use synthetic::SyntheticCircuit;
+pub use job::{format_sector_size, ParamsId, PartitionedCircuit, ProofKind};
+pub use synthetic::{SyntheticCircuit, SyntheticJob};

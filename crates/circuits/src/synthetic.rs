@@ -115,3 +115,67 @@ impl Circuit<Scalar> for SyntheticCircuit {
         Ok(())
     }
 }
+
+/// A request of several identical synthetic partitions, for engine tests and benchmarks:
+/// optionally slow to synthesize, optionally failing at one partition.
+#[derive(Clone, Debug)]
+pub struct SyntheticJob {
+    pub circuit: SyntheticCircuit,
+    pub partitions: usize,
+    /// Extra time each synthesis takes, to model Filecoin's slow synthesis.
+    pub synthesis_delay: std::time::Duration,
+    /// Synthesis of this partition fails.
+    pub fail_partition: Option<usize>,
+    params_id: crate::ParamsId,
+}
+
+impl SyntheticJob {
+    pub fn new(circuit: SyntheticCircuit, partitions: usize, kind: crate::ProofKind) -> Self {
+        let stem = format!(
+            "synthetic-c{}-i{}-b{}-s{}",
+            circuit.constraints,
+            circuit.public_inputs,
+            (circuit.bit_fraction * 1000.0).round() as u64,
+            circuit.seed
+        );
+        let params_id = crate::ParamsId {
+            kind,
+            sector_size: 0,
+            stem,
+        };
+        Self {
+            circuit,
+            partitions,
+            synthesis_delay: Default::default(),
+            fail_partition: None,
+            params_id,
+        }
+    }
+}
+
+impl crate::PartitionedCircuit for SyntheticJob {
+    fn kind(&self) -> crate::ProofKind {
+        self.params_id.kind
+    }
+
+    fn params_id(&self) -> &crate::ParamsId {
+        &self.params_id
+    }
+
+    fn partitions(&self) -> usize {
+        self.partitions
+    }
+
+    fn synthesize(&self, k: usize) -> anyhow::Result<zkforge_groth16::Witness> {
+        std::thread::sleep(self.synthesis_delay);
+        anyhow::ensure!(
+            self.fail_partition != Some(k),
+            "synthetic failure in partition {k}"
+        );
+        Ok(zkforge_groth16::synthesize(self.circuit.clone())?)
+    }
+
+    fn public_inputs(&self, _k: usize) -> anyhow::Result<Vec<Scalar>> {
+        Ok(self.circuit.public_values())
+    }
+}

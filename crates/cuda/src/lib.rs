@@ -1,1 +1,37 @@
-//! CUDA kernels and their host side: being written (see ARCHITECTURE.md).
+//! GPU NTT, Groth16 h step and G1/G2 multi-scalar multiplication for BLS12-381 (blstrs types).
+//! Built with the `cuda` feature it runs on an NVIDIA GPU; without it every call returns `NotBuilt`.
+
+mod error;
+pub mod host;
+
+#[cfg(feature = "cuda")]
+mod device;
+#[cfg(feature = "cuda")]
+mod msm;
+#[cfg(feature = "cuda")]
+mod ntt;
+#[cfg(not(feature = "cuda"))]
+mod stub;
+
+#[cfg(feature = "cuda")]
+pub use device::{CudaDevice, DeviceBasesG1, DeviceBasesG2, DeviceScalars};
+pub use error::CudaError;
+#[cfg(not(feature = "cuda"))]
+pub use stub::{CudaDevice, DeviceBasesG1, DeviceBasesG2, DeviceScalars};
+
+/// Direction of a number-theoretic transform over the scalar field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NttDirection {
+    /// out[i] = Σ_j in[j]·ω^{ij}
+    Forward,
+    /// out[i] = n^{-1}·Σ_j in[j]·ω^{-ij}
+    Inverse,
+}
+
+/// Largest supported transform: log2 of the Filecoin 32 GiB circuit domain.
+pub const MAX_LOG_N: u32 = 27;
+
+/// True when the crate was compiled with the `cuda` feature (kernels embedded).
+pub const fn built_with_cuda() -> bool {
+    cfg!(feature = "cuda")
+}

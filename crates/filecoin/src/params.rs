@@ -7,10 +7,9 @@ use bellpepper_core::Circuit;
 use blstrs::Scalar;
 use rand_core::RngCore;
 use zkforge_groth16::generator::{generate_random_keys, GenProgress};
-use zkforge_groth16::{ProvingKey, ReadOptions, VerifyingKey};
+use zkforge_groth16::ProvingKey;
 
-use crate::shape::format_sector_size;
-use crate::ProofKind;
+use crate::{ParamsId, ProofKind};
 
 /// Where Filecoin keeps parameters when nothing else is said.
 pub const DEFAULT_DIR: &str = "/var/tmp/filecoin-proof-parameters";
@@ -23,64 +22,16 @@ pub fn parameter_dir(explicit: Option<&Path>) -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(DEFAULT_DIR))
 }
 
-/// One parameter set: the circuit it belongs to and its file stem
-/// (`v28-<prefix>-<sha256 of the public params identifier>`).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct ParamsId {
-    pub kind: ProofKind,
-    pub sector_size: u64,
-    pub stem: String,
-}
-
-impl ParamsId {
-    pub fn new(kind: ProofKind, sector_size: u64, cache_identifier: &str) -> Self {
-        let stem = format!(
-            "v{}-{cache_identifier}",
-            storage_proofs_core::parameter_cache::VERSION
-        );
-        Self {
-            kind,
-            sector_size,
-            stem,
-        }
-    }
-
-    /// A short name such as `porep-2KiB`.
-    pub fn circuit_id(&self) -> String {
-        format!("{}-{}", self.kind, format_sector_size(self.sector_size))
-    }
-
-    pub fn params_path(&self, dir: &Path) -> PathBuf {
-        dir.join(format!("{}.params", self.stem))
-    }
-
-    pub fn vk_path(&self, dir: &Path) -> PathBuf {
-        dir.join(format!("{}.vk", self.stem))
-    }
-
-    pub fn meta_path(&self, dir: &Path) -> PathBuf {
-        dir.join(format!("{}.meta", self.stem))
-    }
-
-    /// Loads the proving key, saying how to get it when the file is missing.
-    pub fn load(&self, dir: &Path, opts: ReadOptions) -> Result<ProvingKey> {
-        let path = self.params_path(dir);
-        if !path.exists() {
-            bail!(
-                "missing parameters for {}: {} does not exist (for tests: `zkforge params generate \
-                 --proof {} --sector-size {} --out {}`)",
-                self.circuit_id(),
-                path.display(),
-                self.kind,
-                format_sector_size(self.sector_size),
-                dir.display()
-            );
-        }
-        Ok(ProvingKey::read_file(&path, opts)?)
-    }
-
-    pub fn load_vk(&self, dir: &Path) -> Result<VerifyingKey> {
-        Ok(VerifyingKey::read_file(&self.vk_path(dir))?)
+/// The parameter set named by storage-proofs' cache identifier.
+pub fn params_id(kind: ProofKind, sector_size: u64, cache_identifier: &str) -> ParamsId {
+    let stem = format!(
+        "v{}-{cache_identifier}",
+        storage_proofs_core::parameter_cache::VERSION
+    );
+    ParamsId {
+        kind,
+        sector_size,
+        stem,
     }
 }
 

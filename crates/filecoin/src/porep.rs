@@ -20,9 +20,9 @@ use storage_proofs_porep::stacked::{self, StackedCircuit, StackedCompound, Stack
 use zkforge_groth16::generator::GenProgress;
 use zkforge_groth16::{ProvingKey, Witness};
 
-use crate::params::{random_keys, ParamsId};
+use crate::params::{params_id, random_keys};
 use crate::shape::with_tree;
-use crate::{PartitionedCircuit, ProofKind};
+use crate::{ParamsId, PartitionedCircuit, ProofKind};
 
 /// The wrapper Curio and lotus-bench put around the C1 output (`c1.json`).
 #[derive(Deserialize)]
@@ -76,7 +76,7 @@ pub fn porep_params_id(proof: RegisteredSealProof) -> Result<ParamsId> {
 
 fn params_id_for_tree<Tree: 'static + MerkleTreeTrait>(config: &PoRepConfig) -> Result<ParamsId> {
     let id = config.get_cache_identifier::<Tree>()?;
-    Ok(ParamsId::new(
+    Ok(params_id(
         ProofKind::PoRep,
         u64::from(config.sector_size),
         &id,

@@ -18,9 +18,9 @@ use storage_proofs_post::fallback::{
 use zkforge_groth16::generator::GenProgress;
 use zkforge_groth16::{ProvingKey, Witness};
 
-use crate::params::{random_keys, ParamsId};
+use crate::params::{params_id, random_keys};
 use crate::shape::with_tree;
-use crate::{PartitionedCircuit, ProofKind};
+use crate::{ParamsId, PartitionedCircuit, ProofKind};
 
 /// A PoSt proving request, as the cuzk API carries it.
 #[derive(Clone, Debug)]
@@ -79,11 +79,7 @@ fn kind(config: &PoStConfig) -> ProofKind {
 
 fn params_id_for_tree<Tree: 'static + MerkleTreeTrait>(config: &PoStConfig) -> Result<ParamsId> {
     let id = config.get_cache_identifier::<Tree>()?;
-    Ok(ParamsId::new(
-        kind(config),
-        u64::from(config.sector_size),
-        &id,
-    ))
+    Ok(params_id(kind(config), u64::from(config.sector_size), &id))
 }
 
 fn public_params<Tree: 'static + MerkleTreeTrait>(

@@ -67,11 +67,4 @@ pub fn parse_sector_size(s: &str) -> Result<u64> {
     Ok(size)
 }
 
-/// "2KiB", "32GiB"... for a supported size.
-pub fn format_sector_size(size: u64) -> String {
-    match size {
-        s if s >= 1 << 30 => format!("{}GiB", s >> 30),
-        s if s >= 1 << 20 => format!("{}MiB", s >> 20),
-        s => format!("{}KiB", s >> 10),
-    }
-}
+pub use zkforge_circuits::format_sector_size;

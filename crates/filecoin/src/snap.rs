@@ -19,9 +19,9 @@ use storage_proofs_update::{
 use zkforge_groth16::generator::GenProgress;
 use zkforge_groth16::{ProvingKey, Witness};
 
-use crate::params::{random_keys, ParamsId};
+use crate::params::{params_id, random_keys};
 use crate::shape::with_tree;
-use crate::{PartitionedCircuit, ProofKind};
+use crate::{ParamsId, PartitionedCircuit, ProofKind};
 
 /// A SnapDeals proving request, as the cuzk API carries it.
 #[derive(Clone, Debug)]
@@ -62,7 +62,7 @@ fn params_id_for_tree<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
 ) -> Result<ParamsId> {
     let pp = PublicParams::from_sector_size(u64::from(config.sector_size));
     let id = <Compound<Tree> as CacheableParameters<Circuit<Tree>, _>>::cache_identifier(&pp);
-    Ok(ParamsId::new(
+    Ok(params_id(
         ProofKind::SnapDeals,
         u64::from(config.sector_size),
         &id,

@@ -17,6 +17,7 @@ pub mod msm;
 pub mod poly;
 pub mod proof;
 pub mod prover;
+pub mod reaper;
 pub mod srs;
 pub mod synthesis;
 pub mod verify;

@@ -1,21 +1,20 @@
 //! `zkforge prove`: prove client inputs with the CPU backend and write the proof.
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::sync::Arc;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
-use rand::SeedableRng;
+use zkforge_engine::{Engine, EngineConfig, JobOutcome, JobRequest, JobTimings, ParamsDir};
 use zkforge_filecoin::fixtures::{
     hex, read_base64_list, seal_proof_for, unhex32, update_proof_for, window_post_for,
     winning_post_for,
 };
 use zkforge_filecoin::post::{prover_id_from_miner, PostRequest};
-use zkforge_filecoin::prove::ProveReport;
 use zkforge_filecoin::shape::parse_sector_size;
 use zkforge_filecoin::snap::SnapRequest;
-use zkforge_filecoin::{params, porep, post, prove_all, snap, PartitionedCircuit};
-use zkforge_groth16::{CpuBackend, ReadOptions};
+use zkforge_filecoin::{params, porep, post, snap, PartitionedCircuit};
+use zkforge_groth16::CpuBackend;
 
 #[derive(Subcommand)]
 pub enum ProveCommand {
@@ -114,14 +113,12 @@ pub fn run(cmd: ProveCommand) -> anyhow::Result<()> {
             (snap::snap_circuits(req)?, args.output)
         }
     };
-    let report = prove(
-        circuits.as_ref(),
-        &params::parameter_dir(output.params.as_deref()),
-    )?;
+    let (proof, _) = prove(circuits, &params::parameter_dir(output.params.as_deref()))?;
     match output.out {
-        Some(path) => std::fs::write(&path, &report.proof)
-            .with_context(|| format!("writing {}", path.display()))?,
-        None => println!("{}", hex(&report.proof)),
+        Some(path) => {
+            std::fs::write(&path, &proof).with_context(|| format!("writing {}", path.display()))?
+        }
+        None => println!("{}", hex(&proof)),
     }
     Ok(())
 }
@@ -154,15 +151,28 @@ fn post_circuits(
     Ok((post::post_circuits(req)?, args.output))
 }
 
-/// Proves every partition with the CPU backend (loading the parameters first).
-pub fn prove(circuits: &dyn PartitionedCircuit, dir: &Path) -> anyhow::Result<ProveReport> {
-    let t = Instant::now();
-    let pk = circuits.params_id().load(dir, ReadOptions::default())?;
-    tracing::info!(
-        ms = t.elapsed().as_millis() as u64,
-        circuit = %circuits.params_id().circuit_id(),
-        "parameters loaded"
-    );
-    let mut rng = rand_chacha::ChaCha20Rng::from_entropy();
-    prove_all(circuits, &CpuBackend::new(), &pk, &mut rng)
+/// Proves every partition through the engine with the CPU backend; the proof bytes and the
+/// job's timings.
+pub fn prove(
+    circuits: Box<dyn PartitionedCircuit>,
+    dir: &Path,
+) -> anyhow::Result<(Vec<u8>, JobTimings)> {
+    let engine = Engine::start(
+        EngineConfig::default(),
+        Arc::new(CpuBackend::new()),
+        Box::new(ParamsDir(dir.to_path_buf())),
+    )?;
+    let id = engine.submit(JobRequest {
+        request_id: None,
+        circuits: Arc::from(circuits),
+        priority: None,
+    })?;
+    let result = engine
+        .wait(id, None)?
+        .context("the engine returned no result")?;
+    match result.outcome {
+        JobOutcome::Completed(proof) => Ok((proof, result.timings)),
+        JobOutcome::Failed(msg) => anyhow::bail!("{msg}"),
+        JobOutcome::Cancelled => anyhow::bail!("the job was cancelled"),
+    }
 }

@@ -44,7 +44,7 @@ pub fn h_from_padded(
         .for_each(|((a, b), c)| {
             *a = (*a * b - c) * z_inv;
         });
-    drop((b, c));
+    crate::reaper::drop_later((b, c));
 
     coset_inverse(&mut a, &inv, domain);
     a.truncate(domain.n - 1);

@@ -53,7 +53,7 @@ impl CpuBackend {
         let t = std::time::Instant::now();
         let n_in = inputs.len();
         let b_in = b_input_density.count();
-        let ((h, l), (a, (b_g1, b_g2))) = rayon::join(
+        let ((h_sum, l), (a, (b_g1, b_g2))) = rayon::join(
             || (msm::<G1>(&pk.h, &h), msm::<G1>(&pk.l, &aux)),
             || {
                 let a = msm::<G1>(&pk.a[..n_in], &inputs)
@@ -66,9 +66,17 @@ impl CpuBackend {
             },
         );
         let msm_ms = t.elapsed().as_secs_f64() * 1e3;
+        crate::reaper::drop_later((
+            h,
+            aux,
+            inputs,
+            a_aux_density,
+            b_input_density,
+            b_aux_density,
+        ));
         tracing::debug!(h_ms, msm_ms, "cpu query sums");
         Ok(QuerySums {
-            h,
+            h: h_sum,
             l,
             a,
             b_g1,

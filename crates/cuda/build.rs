@@ -1,0 +1,125 @@
+//! Builds kernels/zkforge.cu into one fatbin when the `cuda` feature is on; otherwise nothing.
+
+use std::collections::hash_map::DefaultHasher;
+use std::env;
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const SPPARK_DIR: &str = "sppark-0.1.16";
+const DEFAULT_ARCHS: &str = "80,86,89,90";
+
+fn main() {
+    println!("cargo:rerun-if-changed=build.rs");
+    if env::var_os("CARGO_FEATURE_CUDA").is_none() {
+        return;
+    }
+    println!("cargo:rerun-if-changed=kernels");
+    for v in [
+        "NVCC",
+        "SPPARK_DIR",
+        "ZKFORGE_CUDA_ARCHS",
+        "ZKFORGE_CUDA_STUB",
+        "CARGO_HOME",
+    ] {
+        println!("cargo:rerun-if-env-changed={v}");
+    }
+    let out_dir = PathBuf::from(env::var("OUT_DIR").unwrap());
+    let out = out_dir.join("zkforge.fatbin");
+    // For `cargo clippy --all-features` on machines without nvcc: an empty image, which
+    // CudaDevice::open reports as CudaError::NotBuilt.
+    if env::var_os("ZKFORGE_CUDA_STUB").is_some() {
+        std::fs::write(&out, b"").unwrap();
+        return;
+    }
+    let nvcc = env::var("NVCC").unwrap_or_else(|_| "nvcc".into());
+    let sppark = find_sppark().unwrap_or_else(|| {
+        panic!(
+            "sppark {SPPARK_DIR} headers not found: set SPPARK_DIR=<.../sppark> or run \
+             scripts/install-cuda-toolkit.sh, which fetches the crate into the cargo registry"
+        )
+    });
+    // SASS for every listed arch plus PTX for the newest, so later GPUs can still JIT it.
+    let archs = env::var("ZKFORGE_CUDA_ARCHS").unwrap_or_else(|_| DEFAULT_ARCHS.into());
+    let mut args: Vec<String> = [
+        "-fatbin",
+        "-std=c++17",
+        "-O3",
+        "--expt-relaxed-constexpr",
+        "--threads",
+        "0",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.push(format!("-I{}", sppark.display()));
+    let mut newest = 0;
+    for a in archs.split(',').map(str::trim).filter(|a| !a.is_empty()) {
+        let a: u32 = a
+            .parse()
+            .expect("ZKFORGE_CUDA_ARCHS: comma-separated numbers like 90");
+        newest = newest.max(a);
+        args.push(format!("-gencode=arch=compute_{a},code=sm_{a}"));
+    }
+    args.push(format!(
+        "-gencode=arch=compute_{newest},code=compute_{newest}"
+    ));
+
+    // nvcc takes minutes for the big-integer kernels: skip it when nothing it reads changed.
+    let stamp_path = out_dir.join("zkforge.fatbin.stamp");
+    let stamp = stamp(&nvcc, &args, Path::new("kernels"));
+    if out.exists() && std::fs::read_to_string(&stamp_path).ok().as_deref() == Some(stamp.as_str())
+    {
+        return;
+    }
+    let status = Command::new(&nvcc)
+        .args(&args)
+        .arg("-o")
+        .arg(&out)
+        .arg("kernels/zkforge.cu")
+        .status()
+        .unwrap_or_else(|e| panic!("cannot run nvcc ({nvcc}): {e}; set NVCC or put nvcc on PATH"));
+    assert!(status.success(), "nvcc failed on kernels/zkforge.cu");
+    std::fs::write(&stamp_path, stamp).unwrap();
+}
+
+fn stamp(nvcc: &str, args: &[String], dir: &Path) -> String {
+    let mut files = Vec::new();
+    collect(dir, &mut files);
+    files.sort();
+    let mut h = DefaultHasher::new();
+    (nvcc, args).hash(&mut h);
+    for f in files {
+        f.hash(&mut h);
+        std::fs::read(&f).unwrap_or_default().hash(&mut h);
+    }
+    format!("{:016x}", h.finish())
+}
+
+fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            collect(&p, out);
+        } else {
+            out.push(p);
+        }
+    }
+}
+
+fn find_sppark() -> Option<PathBuf> {
+    if let Ok(dir) = env::var("SPPARK_DIR") {
+        return Some(PathBuf::from(dir));
+    }
+    let home = env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| env::var_os("HOME").map(|h| Path::new(&h).join(".cargo")))?;
+    let src = home.join("registry").join("src");
+    for entry in std::fs::read_dir(src).ok()?.flatten() {
+        let cand = entry.path().join(SPPARK_DIR).join("sppark");
+        if cand.join("ff").join("bls12-381.hpp").exists() {
+            return Some(cand);
+        }
+    }
+    None
+}

@@ -1,0 +1,383 @@
+//! Random inputs and CPU references shared by the GPU integration test and gpu_bench.
+#![allow(dead_code)]
+
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use ff::{Field, PrimeField};
+use group::{prime::PrimeCurveAffine, Curve, Group};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+use rayon::prelude::*;
+use zkforge_cuda::host::{coset_z_inv, cpu_ntt, omega};
+use zkforge_cuda::{CudaDevice, NttDirection};
+
+pub fn fresh_rng() -> (ChaCha20Rng, u64) {
+    let seed = std::env::var("ZKFORGE_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+        });
+    (ChaCha20Rng::seed_from_u64(seed), seed)
+}
+
+/// Uniform-enough random scalars, fast: raw limbs below 2^254 < r are valid Montgomery values.
+pub fn random_scalars(n: usize, seed: u64) -> Vec<Scalar> {
+    let mut out = vec![Scalar::ZERO; n];
+    out.par_chunks_mut(1 << 16).enumerate().for_each(|(i, ch)| {
+        let mut r = ChaCha20Rng::seed_from_u64(seed ^ ((i as u64) << 32));
+        for s in ch.iter_mut() {
+            let l = [
+                r.gen::<u64>(),
+                r.gen::<u64>(),
+                r.gen::<u64>(),
+                r.gen::<u64>() >> 2,
+            ];
+            *s = Scalar::from_u64s_le(&l).unwrap();
+        }
+    });
+    out
+}
+
+/// Scalars that are 0 or 1 with equal probability (Filecoin witnesses are mostly bits).
+pub fn bit_scalars(n: usize, seed: u64) -> Vec<Scalar> {
+    let mut out = vec![Scalar::ZERO; n];
+    out.par_chunks_mut(1 << 16).enumerate().for_each(|(i, ch)| {
+        let mut r = ChaCha20Rng::seed_from_u64(seed ^ ((i as u64) << 32) ^ 0xb175);
+        for s in ch.iter_mut() {
+            *s = if r.gen::<bool>() {
+                Scalar::ONE
+            } else {
+                Scalar::ZERO
+            };
+        }
+    });
+    out
+}
+
+/// Distinct random points: each chunk starts at a random multiple of the generator and walks
+/// by a fixed random step, so n points cost n additions instead of n scalar multiplications.
+pub fn random_g1(n: usize, seed: u64) -> Vec<G1Affine> {
+    let mut r = ChaCha20Rng::seed_from_u64(seed ^ 0x91);
+    let step = G1Projective::generator() * Scalar::random(&mut r);
+    let mut out = vec![G1Affine::identity(); n];
+    out.par_chunks_mut(1 << 12).enumerate().for_each(|(i, ch)| {
+        let mut r = ChaCha20Rng::seed_from_u64(seed ^ ((i as u64) << 20));
+        let mut p = G1Projective::generator() * Scalar::random(&mut r);
+        let mut proj = Vec::with_capacity(ch.len());
+        for _ in 0..ch.len() {
+            proj.push(p);
+            p += step;
+        }
+        G1Projective::batch_normalize(&proj, ch);
+    });
+    out
+}
+
+pub fn random_g2(n: usize, seed: u64) -> Vec<G2Affine> {
+    let mut r = ChaCha20Rng::seed_from_u64(seed ^ 0x92);
+    let step = G2Projective::generator() * Scalar::random(&mut r);
+    let mut out = vec![G2Affine::identity(); n];
+    out.par_chunks_mut(1 << 12).enumerate().for_each(|(i, ch)| {
+        let mut r = ChaCha20Rng::seed_from_u64(seed ^ ((i as u64) << 20) ^ 7);
+        let mut p = G2Projective::generator() * Scalar::random(&mut r);
+        let mut proj = Vec::with_capacity(ch.len());
+        for _ in 0..ch.len() {
+            proj.push(p);
+            p += step;
+        }
+        G2Projective::batch_normalize(&proj, ch);
+    });
+    out
+}
+
+pub fn cpu_msm_g1(b: &[G1Affine], s: &[Scalar]) -> G1Projective {
+    // Identity bases contribute nothing; dropping them keeps blst's Pippenger on its happy path.
+    let (b, s): (Vec<G1Affine>, Vec<Scalar>) = b
+        .iter()
+        .zip(s)
+        .filter(|(p, _)| !bool::from(p.is_identity()))
+        .map(|(p, s)| (*p, *s))
+        .unzip();
+    let p: Vec<G1Projective> = b.par_iter().map(|x| x.to_curve()).collect();
+    // blst's Pippenger mishandles n = 1 and identity points on some versions; a plain sum
+    // for tiny inputs keeps the reference unquestionable.
+    if s.len() <= 64 {
+        return p.iter().zip(&s).map(|(p, s)| p * s).sum();
+    }
+    p.par_chunks(1 << 16)
+        .zip(s.par_chunks(1 << 16))
+        .map(|(p, s)| G1Projective::multi_exp(p, s))
+        .reduce(G1Projective::identity, |a, b| a + b)
+}
+
+pub fn cpu_msm_g2(b: &[G2Affine], s: &[Scalar]) -> G2Projective {
+    // Identity bases contribute nothing; dropping them keeps blst's Pippenger on its happy path.
+    let (b, s): (Vec<G2Affine>, Vec<Scalar>) = b
+        .iter()
+        .zip(s)
+        .filter(|(p, _)| !bool::from(p.is_identity()))
+        .map(|(p, s)| (*p, *s))
+        .unzip();
+    let p: Vec<G2Projective> = b.par_iter().map(|x| x.to_curve()).collect();
+    if s.len() <= 64 {
+        return p.iter().zip(&s).map(|(p, s)| p * s).sum();
+    }
+    p.par_chunks(1 << 16)
+        .zip(s.par_chunks(1 << 16))
+        .map(|(p, s)| G2Projective::multi_exp(p, s))
+        .reduce(G2Projective::identity, |a, b| a + b)
+}
+
+/// Σ_j a[j]·x^j
+pub fn eval_poly(a: &[Scalar], x: Scalar) -> Scalar {
+    let chunk = 1 << 16;
+    a.par_chunks(chunk)
+        .enumerate()
+        .map(|(i, c)| {
+            let mut acc = Scalar::ZERO;
+            for v in c.iter().rev() {
+                acc = acc * x + v;
+            }
+            acc * x.pow_vartime([(i * chunk) as u64])
+        })
+        .sum()
+}
+
+pub fn cpu_h(a: &[Scalar], b: &[Scalar], c: &[Scalar]) -> Vec<Scalar> {
+    let m = a.len();
+    let mut v = [a.to_vec(), b.to_vec(), c.to_vec()];
+    v.par_iter_mut().for_each(|x| {
+        cpu_ntt(x, NttDirection::Inverse, false);
+        cpu_ntt(x, NttDirection::Forward, true);
+    });
+    let zinv = coset_z_inv(m);
+    let mut t: Vec<Scalar> = (0..m)
+        .map(|i| (v[0][i] * v[1][i] - v[2][i]) * zinv)
+        .collect();
+    cpu_ntt(&mut t, NttDirection::Inverse, true);
+    t.truncate(m - 1);
+    t
+}
+
+/// Outcome of one check, for the summary table.
+pub struct Check {
+    pub name: String,
+    pub ok: bool,
+    pub detail: String,
+}
+
+fn rec(out: &mut Vec<Check>, name: String, ok: bool, detail: String) {
+    println!("{} {name} {detail}", if ok { "PASS" } else { "FAIL" });
+    out.push(Check { name, ok, detail });
+}
+
+/// NTT at 2^log_n: full comparison with the CPU for small sizes, otherwise direct evaluation
+/// at random indices plus inverse round trips.
+pub fn check_ntt(dev: &CudaDevice, log_n: u32, seed: u64, out: &mut Vec<Check>) {
+    let n = 1usize << log_n;
+    let x = random_scalars(n, seed);
+    let full = log_n <= 16;
+    for (dir, coset) in [
+        (NttDirection::Forward, false),
+        (NttDirection::Forward, true),
+        (NttDirection::Inverse, false),
+        (NttDirection::Inverse, true),
+    ] {
+        let name = format!("ntt 2^{log_n} {dir:?}{}", if coset { " coset" } else { "" });
+        let mut g = x.clone();
+        let t = std::time::Instant::now();
+        if let Err(e) = dev.ntt(&mut g, dir, coset) {
+            rec(out, name, false, format!("error {e}"));
+            continue;
+        }
+        let gpu_ms = t.elapsed().as_secs_f64() * 1e3;
+        let ok = if full {
+            let mut c = x.clone();
+            cpu_ntt(&mut c, dir, coset);
+            c == g
+        } else if dir == NttDirection::Forward {
+            let mut r = ChaCha20Rng::seed_from_u64(seed ^ 0x5eed);
+            let w = omega(log_n);
+            let gcos = if coset {
+                Scalar::MULTIPLICATIVE_GENERATOR
+            } else {
+                Scalar::ONE
+            };
+            (0..3).all(|_| {
+                let i = r.gen_range(0..n);
+                eval_poly(&x, gcos * w.pow_vartime([i as u64])) == g[i]
+            })
+        } else {
+            let mut back = g.clone();
+            dev.ntt(&mut back, NttDirection::Forward, coset).is_ok() && back == x
+        };
+        rec(
+            out,
+            name,
+            ok,
+            format!(
+                "({}; call {gpu_ms:.1} ms)",
+                if full {
+                    "full vs CPU"
+                } else if dir == NttDirection::Forward {
+                    "3 random points by direct evaluation"
+                } else {
+                    "round trip"
+                }
+            ),
+        );
+    }
+}
+
+pub fn check_h(dev: &CudaDevice, log_m: u32, seed: u64, out: &mut Vec<Check>) {
+    let m = 1usize << log_m;
+    let a = random_scalars(m, seed);
+    let b = random_scalars(m, seed ^ 1);
+    let c = random_scalars(m, seed ^ 2);
+    let name = format!("h_coefficients 2^{log_m}");
+    match dev.h_coefficients(&a, &b, &c) {
+        Ok(h) => {
+            let r = cpu_h(&a, &b, &c);
+            rec(
+                out,
+                name,
+                h.len() == m - 1 && h == r,
+                format!("(len {})", h.len()),
+            );
+        }
+        Err(e) => rec(out, name, false, format!("error {e}")),
+    }
+}
+
+/// Scalar mixes for the MSM checks.
+pub fn scalar_mix(kind: &str, n: usize, seed: u64) -> Vec<Scalar> {
+    let mut r = ChaCha20Rng::seed_from_u64(seed ^ 0x3131);
+    let minus_one = -Scalar::ONE;
+    match kind {
+        "random" => random_scalars(n, seed),
+        "bits" => bit_scalars(n, seed),
+        "edge" => (0..n)
+            .map(|i| match i % 7 {
+                0 => Scalar::ZERO,
+                1 => Scalar::ONE,
+                2 => minus_one,
+                3 => Scalar::from(r.gen::<u64>()),
+                4 => Scalar::from(2u64),
+                _ => Scalar::random(&mut r),
+            })
+            .collect(),
+        // Every scalar equal: one bucket per window holds every point (worst-case imbalance
+        // and repeated-point doublings).
+        "same" => vec![Scalar::from(0xdead_beefu64); n],
+        "sparse" => (0..n)
+            .map(|i| {
+                if i % 10 == 0 {
+                    Scalar::random(&mut r)
+                } else if i % 3 == 0 {
+                    Scalar::ONE
+                } else {
+                    Scalar::ZERO
+                }
+            })
+            .collect(),
+        _ => unreachable!(),
+    }
+}
+
+/// Bases with repeated points and identities mixed in, for the edge-case mixes.
+pub fn with_edge_bases_g1(mut b: Vec<G1Affine>) -> Vec<G1Affine> {
+    let n = b.len();
+    for i in (0..n).step_by(5) {
+        b[i] = G1Affine::identity();
+    }
+    for i in (1..n).step_by(5) {
+        b[i] = b[(i + 2) % n];
+    }
+    b
+}
+
+pub fn with_edge_bases_g2(mut b: Vec<G2Affine>) -> Vec<G2Affine> {
+    let n = b.len();
+    for i in (0..n).step_by(5) {
+        b[i] = G2Affine::identity();
+    }
+    for i in (1..n).step_by(5) {
+        b[i] = b[(i + 2) % n];
+    }
+    b
+}
+
+pub fn check_msm_g1(dev: &CudaDevice, n: usize, kinds: &[&str], seed: u64, out: &mut Vec<Check>) {
+    let plain = random_g1(n, seed);
+    for (bi, bases) in [plain.clone(), with_edge_bases_g1(plain)]
+        .into_iter()
+        .enumerate()
+    {
+        let d = match dev.upload_g1(&bases) {
+            Ok(d) => d,
+            Err(e) => return rec(out, format!("g1 upload {n}"), false, format!("error {e}")),
+        };
+        for kind in kinds {
+            let s = scalar_mix(kind, n, seed ^ bi as u64);
+            let name = format!(
+                "msm_g1 n={n} scalars={kind} bases={}",
+                if bi == 0 {
+                    "distinct"
+                } else {
+                    "repeated+identity"
+                }
+            );
+            match dev.msm_g1(&d, &s) {
+                Ok(g) => rec(out, name, g == cpu_msm_g1(&bases, &s), String::new()),
+                Err(e) => rec(out, name, false, format!("error {e}")),
+            }
+        }
+    }
+}
+
+pub fn check_msm_g2(dev: &CudaDevice, n: usize, kinds: &[&str], seed: u64, out: &mut Vec<Check>) {
+    let plain = random_g2(n, seed);
+    for (bi, bases) in [plain.clone(), with_edge_bases_g2(plain)]
+        .into_iter()
+        .enumerate()
+    {
+        let d = match dev.upload_g2(&bases) {
+            Ok(d) => d,
+            Err(e) => return rec(out, format!("g2 upload {n}"), false, format!("error {e}")),
+        };
+        for kind in kinds {
+            let s = scalar_mix(kind, n, seed ^ bi as u64);
+            let name = format!(
+                "msm_g2 n={n} scalars={kind} bases={}",
+                if bi == 0 {
+                    "distinct"
+                } else {
+                    "repeated+identity"
+                }
+            );
+            match dev.msm_g2(&d, &s) {
+                Ok(g) => rec(out, name, g == cpu_msm_g2(&bases, &s), String::new()),
+                Err(e) => rec(out, name, false, format!("error {e}")),
+            }
+        }
+    }
+}
+
+/// Also checks that a prefix of the resident bases is used when fewer scalars are given.
+pub fn check_msm_prefix(dev: &CudaDevice, seed: u64, out: &mut Vec<Check>) {
+    let b = random_g1(1000, seed);
+    let s = random_scalars(777, seed);
+    let ok = dev
+        .upload_g1(&b)
+        .and_then(|d| dev.msm_g1(&d, &s))
+        .map(|g| g == cpu_msm_g1(&b[..777], &s));
+    rec(
+        out,
+        "msm_g1 prefix 777 of 1000 bases".into(),
+        matches!(ok, Ok(true)),
+        format!("{:?}", ok.err()),
+    );
+}

@@ -1,0 +1,224 @@
+//! The GPU handle: driver probe, context, stream, the embedded fatbin and its kernels.
+
+use crate::host::{g1_affine_as_u64, g2_affine_as_u64, scalars_as_u64};
+use crate::CudaError;
+use blstrs::{G1Affine, G2Affine, Scalar};
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DriverError,
+    LaunchConfig,
+};
+use std::sync::Arc;
+
+static FATBIN: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/zkforge.fatbin"));
+
+impl From<DriverError> for CudaError {
+    fn from(e: DriverError) -> Self {
+        CudaError::Driver(format!("{e:?}"))
+    }
+}
+
+/// cudarc panics on first use when libcuda is missing, so every entry point probes first.
+fn driver_present() -> bool {
+    // SAFETY: only tries to dlopen libcuda; no symbol is called.
+    unsafe { cudarc::driver::sys::is_culib_present() }
+}
+
+pub(crate) struct MsmKernels {
+    pub accumulate: CudaFunction,
+    pub bucket_reduce: CudaFunction,
+    pub reduce_groups: CudaFunction,
+    pub sum_ones: CudaFunction,
+}
+
+pub(crate) struct Kernels {
+    pub ntt_dif_pass: CudaFunction,
+    pub ntt_bitrev_scale: CudaFunction,
+    pub h_combine: CudaFunction,
+    pub fr_from_mont: CudaFunction,
+    pub msm_classify: CudaFunction,
+    pub msm_hist: CudaFunction,
+    pub msm_scatter: CudaFunction,
+    pub scan_u32: CudaFunction,
+    pub msm_task_counts: CudaFunction,
+    pub msm_max_count: CudaFunction,
+    pub g1: MsmKernels,
+    pub g2: MsmKernels,
+}
+
+/// One GPU: its context, a stream, and the loaded kernels.
+pub struct CudaDevice {
+    pub(crate) ctx: Arc<CudaContext>,
+    pub(crate) stream: Arc<CudaStream>,
+    pub(crate) k: Kernels,
+    _module: Arc<CudaModule>,
+    name: String,
+    vram_total: usize,
+}
+
+/// G1 bases resident in device memory (blst_p1_affine layout).
+pub struct DeviceBasesG1 {
+    pub(crate) buf: CudaSlice<u64>,
+    pub(crate) len: usize,
+}
+
+/// G2 bases resident in device memory (blst_p2_affine layout).
+pub struct DeviceBasesG2 {
+    pub(crate) buf: CudaSlice<u64>,
+    pub(crate) len: usize,
+}
+
+/// Scalars resident in device memory, in blstrs' Montgomery form.
+pub struct DeviceScalars {
+    pub(crate) buf: CudaSlice<u64>,
+    pub(crate) len: usize,
+}
+
+macro_rules! impl_len {
+    ($($t:ty),*) => {$(
+        impl $t {
+            pub fn len(&self) -> usize { self.len }
+            pub fn is_empty(&self) -> bool { self.len == 0 }
+        }
+    )*};
+}
+impl_len!(DeviceBasesG1, DeviceBasesG2, DeviceScalars);
+
+pub(crate) fn grid(n: u64, block: u32) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (n.div_ceil(block as u64).max(1) as u32, 1, 1),
+        block_dim: (block, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+impl CudaDevice {
+    /// True when a driver is loadable and reports at least one GPU; never panics.
+    pub fn available() -> bool {
+        !FATBIN.is_empty() && Self::device_count() > 0
+    }
+
+    /// Number of GPUs the driver reports (0 without a driver).
+    pub fn device_count() -> usize {
+        if !driver_present() {
+            return 0;
+        }
+        std::panic::catch_unwind(CudaContext::device_count)
+            .ok()
+            .and_then(|r| r.ok())
+            .map_or(0, |c| c.max(0) as usize)
+    }
+
+    pub fn open(ordinal: usize) -> Result<Self, CudaError> {
+        if FATBIN.is_empty() {
+            return Err(CudaError::NotBuilt);
+        }
+        if !driver_present() {
+            return Err(CudaError::NoDriver);
+        }
+        let ctx = std::panic::catch_unwind(|| CudaContext::new(ordinal))
+            .map_err(|_| CudaError::NoDriver)??;
+        let stream = ctx.default_stream();
+        let module = ctx.load_module(cudarc::nvrtc::Ptx::from_binary(FATBIN.to_vec()))?;
+        let f = |name: &str| module.load_function(name);
+        let msm = |g: &str| -> Result<MsmKernels, DriverError> {
+            Ok(MsmKernels {
+                accumulate: f(&format!("msm_accumulate_{g}"))?,
+                bucket_reduce: f(&format!("msm_bucket_reduce_{g}"))?,
+                reduce_groups: f(&format!("msm_reduce_groups_{g}"))?,
+                sum_ones: f(&format!("msm_sum_ones_{g}"))?,
+            })
+        };
+        let k = Kernels {
+            ntt_dif_pass: f("ntt_dif_pass")?,
+            ntt_bitrev_scale: f("ntt_bitrev_scale")?,
+            h_combine: f("h_combine")?,
+            fr_from_mont: f("fr_from_mont")?,
+            msm_classify: f("msm_classify")?,
+            msm_hist: f("msm_hist")?,
+            msm_scatter: f("msm_scatter")?,
+            scan_u32: f("scan_u32")?,
+            msm_task_counts: f("msm_task_counts")?,
+            msm_max_count: f("msm_max_count")?,
+            g1: msm("g1")?,
+            g2: msm("g2")?,
+        };
+        let name = ctx.name()?;
+        let vram_total = ctx.total_mem()?;
+        Ok(CudaDevice {
+            ctx,
+            stream,
+            k,
+            _module: module,
+            name,
+            vram_total,
+        })
+    }
+
+    pub fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    pub fn vram_total(&self) -> usize {
+        self.vram_total
+    }
+
+    pub fn vram_free(&self) -> Result<usize, CudaError> {
+        Ok(self.ctx.mem_get_info()?.0)
+    }
+
+    pub fn synchronize(&self) -> Result<(), CudaError> {
+        Ok(self.stream.synchronize()?)
+    }
+
+    pub fn upload_g1(&self, bases: &[G1Affine]) -> Result<DeviceBasesG1, CudaError> {
+        let buf = self.stream.clone_htod(g1_affine_as_u64(bases))?;
+        Ok(DeviceBasesG1 {
+            buf,
+            len: bases.len(),
+        })
+    }
+
+    pub fn upload_g2(&self, bases: &[G2Affine]) -> Result<DeviceBasesG2, CudaError> {
+        let buf = self.stream.clone_htod(g2_affine_as_u64(bases))?;
+        Ok(DeviceBasesG2 {
+            buf,
+            len: bases.len(),
+        })
+    }
+
+    pub fn upload_scalars(&self, scalars: &[Scalar]) -> Result<DeviceScalars, CudaError> {
+        let buf = self.stream.clone_htod(scalars_as_u64(scalars))?;
+        Ok(DeviceScalars {
+            buf,
+            len: scalars.len(),
+        })
+    }
+
+    /// Copies resident scalars back to the host.
+    pub fn download_scalars(&self, s: &DeviceScalars) -> Result<Vec<Scalar>, CudaError> {
+        let mut out = vec![Scalar::from(0u64); s.len];
+        self.stream.memcpy_dtoh(
+            &s.buf.slice(..s.len * 4),
+            crate::host::scalars_as_u64_mut(&mut out),
+        )?;
+        self.stream.synchronize()?;
+        Ok(out)
+    }
+
+    /// Raw device address of a buffer, for kernel arguments that may be null.
+    pub(crate) fn ptr(&self, s: &CudaSlice<u64>) -> u64 {
+        s.device_ptr(&self.stream).0
+    }
+
+    /// Runs `f` and returns its result with the device time between two events around it.
+    pub fn timed<R>(&self, f: impl FnOnce(&Self) -> R) -> Result<(R, f32), CudaError> {
+        let a = self
+            .stream
+            .record_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))?;
+        let r = f(self);
+        let b = self
+            .stream
+            .record_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))?;
+        Ok((r, a.elapsed_ms(&b)?))
+    }
+}

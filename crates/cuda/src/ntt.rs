@@ -1,0 +1,212 @@
+//! NTT and the Groth16 h step on the device.
+
+use crate::device::{grid, CudaDevice, DeviceScalars};
+use crate::host::{coset_z_inv, omega, pow_tables, scalars_as_u64, scalars_as_u64_mut, PowTables};
+use crate::{CudaError, NttDirection, MAX_LOG_N};
+use blstrs::Scalar;
+use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
+use ff::{Field, PrimeField};
+
+/// Stages done per shared-memory pass: 2^10 elements of 32 bytes = 32 KiB per block.
+const MAX_PASS_BITS: u32 = 10;
+
+struct DevTables {
+    lb: u32,
+    lo: CudaSlice<u64>,
+    hi: CudaSlice<u64>,
+}
+
+fn log2_len(n: usize) -> Result<u32, CudaError> {
+    if n == 0 || !n.is_power_of_two() || n.trailing_zeros() > MAX_LOG_N {
+        return Err(CudaError::Invalid(format!(
+            "NTT length {n} is not a power of two <= 2^{MAX_LOG_N}"
+        )));
+    }
+    Ok(n.trailing_zeros())
+}
+
+impl CudaDevice {
+    fn upload_tables(&self, t: PowTables) -> Result<DevTables, CudaError> {
+        Ok(DevTables {
+            lb: t.lb,
+            lo: self.stream.clone_htod(scalars_as_u64(&t.lo))?,
+            hi: self.stream.clone_htod(scalars_as_u64(&t.hi))?,
+        })
+    }
+
+    /// In-place NTT of 2^log_n scalars already on the device (Montgomery form).
+    pub(crate) fn ntt_on_device(
+        &self,
+        buf: &mut CudaSlice<u64>,
+        log_n: u32,
+        dir: NttDirection,
+        coset: bool,
+    ) -> Result<(), CudaError> {
+        let n = 1u64 << log_n;
+        let g = Scalar::MULTIPLICATIVE_GENERATOR;
+        let coset_in = if coset && dir == NttDirection::Forward {
+            Some(self.upload_tables(pow_tables(g, log_n.max(1)))?)
+        } else {
+            None
+        };
+        if log_n > 0 {
+            let mut w = omega(log_n);
+            if dir == NttDirection::Inverse {
+                w = w.invert().unwrap();
+            }
+            let npass = log_n.div_ceil(MAX_PASS_BITS);
+            let ks: Vec<u32> = (0..npass)
+                .map(|p| log_n * (p + 1) / npass - log_n * p / npass)
+                .collect();
+            let kmax = *ks.iter().max().unwrap();
+            // w_{2^kmax}^j for j < 2^(kmax-1): every pass's in-block twiddles are among these.
+            let wk = w.pow_vartime([1u64 << (log_n - kmax)]);
+            let mut roots = Vec::with_capacity(1 << (kmax - 1));
+            let mut x = Scalar::ONE;
+            for _ in 0..(1u32 << (kmax - 1)) {
+                roots.push(x);
+                x *= wk;
+            }
+            let roots = self.stream.clone_htod(scalars_as_u64(&roots))?;
+            let cross = self.upload_tables(pow_tables(w, log_n))?;
+            let mut t_hi = log_n; // exclusive top bit of the next pass
+            for (p, &k) in ks.iter().enumerate() {
+                let t_lo = t_hi - k;
+                let cfg = LaunchConfig {
+                    grid_dim: ((n >> k) as u32, 1, 1),
+                    block_dim: (1 << (k - 1), 1, 1),
+                    shared_mem_bytes: 32 << k,
+                };
+                let (glo, ghi, glb) = match (&coset_in, p) {
+                    (Some(t), 0) => (self.ptr(&t.lo), self.ptr(&t.hi), t.lb),
+                    _ => (0u64, 0u64, 1u32),
+                };
+                let mut b = self.stream.launch_builder(&self.k.ntt_dif_pass);
+                b.arg(&mut *buf)
+                    .arg(&log_n)
+                    .arg(&t_lo)
+                    .arg(&k)
+                    .arg(&roots)
+                    .arg(&kmax);
+                b.arg(&cross.lo)
+                    .arg(&cross.hi)
+                    .arg(&cross.lb)
+                    .arg(&glo)
+                    .arg(&ghi)
+                    .arg(&glb);
+                unsafe { b.launch(cfg) }?;
+                t_hi = t_lo;
+            }
+            debug_assert_eq!(t_hi, 0);
+        }
+        // Output scaling: n^-1 for the inverse, and g^-j on top for the inverse coset.
+        let (cst, tabs) = match dir {
+            NttDirection::Forward => (None, None),
+            NttDirection::Inverse => {
+                let ninv = Scalar::from(n).invert().unwrap();
+                let cst = self.stream.clone_htod(scalars_as_u64(&[ninv]))?;
+                let tabs = if coset {
+                    Some(self.upload_tables(pow_tables(g.invert().unwrap(), log_n.max(1)))?)
+                } else {
+                    None
+                };
+                (Some(cst), tabs)
+            }
+        };
+        let cst_p = cst.as_ref().map_or(0, |c| self.ptr(c));
+        let (lo_p, hi_p, lb) = tabs
+            .as_ref()
+            .map_or((0, 0, 1), |t| (self.ptr(&t.lo), self.ptr(&t.hi), t.lb));
+        let mut b = self.stream.launch_builder(&self.k.ntt_bitrev_scale);
+        b.arg(&mut *buf)
+            .arg(&log_n)
+            .arg(&cst_p)
+            .arg(&lo_p)
+            .arg(&hi_p)
+            .arg(&lb);
+        unsafe { b.launch(grid(n, 256)) }?;
+        // Tables are freed stream-ordered on drop, after the kernels that read them.
+        Ok(())
+    }
+
+    /// In-place NTT over the scalar field, natural order in and out, n = 2^k ≤ 2^27.
+    /// Forward: out[i] = Σ_j in[j]·ω^(ij), ω = ROOT_OF_UNITY squared 32−k times. Inverse: with ω^-1,
+    /// times n^-1. Coset forward first multiplies in[j] by g^j (g = 7); coset inverse finishes by
+    /// multiplying out[j] by g^-j.
+    pub fn ntt(
+        &self,
+        data: &mut [Scalar],
+        dir: NttDirection,
+        coset: bool,
+    ) -> Result<(), CudaError> {
+        let log_n = log2_len(data.len())?;
+        let mut buf = self.stream.clone_htod(scalars_as_u64(data))?;
+        self.ntt_on_device(&mut buf, log_n, dir, coset)?;
+        self.stream.memcpy_dtoh(&buf, scalars_as_u64_mut(data))?;
+        self.stream.synchronize()?;
+        Ok(())
+    }
+
+    /// NTT of scalars already resident on the device, leaving the result there.
+    pub fn ntt_resident(
+        &self,
+        data: &mut DeviceScalars,
+        dir: NttDirection,
+        coset: bool,
+    ) -> Result<(), CudaError> {
+        let log_n = log2_len(data.len)?;
+        self.ntt_on_device(&mut data.buf, log_n, dir, coset)
+    }
+
+    /// Groth16 h: the m−1 coefficients of (A·B − C)/Z from the evaluations a, b, c on the domain.
+    pub fn h_coefficients(
+        &self,
+        a: &[Scalar],
+        b: &[Scalar],
+        c: &[Scalar],
+    ) -> Result<Vec<Scalar>, CudaError> {
+        let h = self.h_coefficients_resident(a, b, c)?;
+        self.download_scalars(&h)
+    }
+
+    /// As h_coefficients, leaving the m−1 coefficients on the device for the H MSM.
+    pub fn h_coefficients_resident(
+        &self,
+        a: &[Scalar],
+        b: &[Scalar],
+        c: &[Scalar],
+    ) -> Result<DeviceScalars, CudaError> {
+        let m = a.len();
+        if b.len() != m || c.len() != m {
+            return Err(CudaError::Invalid(format!(
+                "a, b, c lengths differ: {m}, {}, {}",
+                b.len(),
+                c.len()
+            )));
+        }
+        let log_m = log2_len(m)?;
+        let mut bufs = Vec::with_capacity(3);
+        for v in [a, b, c] {
+            let mut d = self.stream.clone_htod(scalars_as_u64(v))?;
+            self.ntt_on_device(&mut d, log_m, NttDirection::Inverse, false)?;
+            self.ntt_on_device(&mut d, log_m, NttDirection::Forward, true)?;
+            bufs.push(d);
+        }
+        let zinv = self.stream.clone_htod(scalars_as_u64(&[coset_z_inv(m)]))?;
+        let mut da = bufs.remove(0);
+        let n = m as u64;
+        let mut l = self.stream.launch_builder(&self.k.h_combine);
+        l.arg(&mut da)
+            .arg(&bufs[0])
+            .arg(&bufs[1])
+            .arg(&n)
+            .arg(&zinv);
+        unsafe { l.launch(grid(n, 256)) }?;
+        drop(bufs);
+        self.ntt_on_device(&mut da, log_m, NttDirection::Inverse, true)?;
+        Ok(DeviceScalars {
+            buf: da,
+            len: m - 1,
+        })
+    }
+}

@@ -1,0 +1,178 @@
+//! Engine settings, with documented defaults, checked once at start.
+
+use anyhow::{bail, ensure, Context, Result};
+use serde::{Deserialize, Serialize};
+
+/// How much host memory the engine may hold.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BudgetSetting {
+    /// MemTotal minus `memory_margin`.
+    Auto,
+    Bytes(u64),
+}
+
+impl BudgetSetting {
+    /// Parses "auto", plain bytes, or a number with KiB/MiB/GiB/TiB.
+    pub fn parse(s: &str) -> Result<Self> {
+        let t = s.trim();
+        if t.eq_ignore_ascii_case("auto") {
+            return Ok(Self::Auto);
+        }
+        Ok(Self::Bytes(parse_bytes(t)?))
+    }
+
+    /// The budget in bytes on this machine.
+    pub fn resolve(&self, margin: u64) -> Result<u64> {
+        match self {
+            Self::Bytes(b) => Ok(*b),
+            Self::Auto => {
+                let total = mem_total().context("memory_budget = \"auto\" needs /proc/meminfo")?;
+                ensure!(
+                    total > margin,
+                    "memory_margin ({margin} bytes) is not below MemTotal ({total} bytes)"
+                );
+                Ok(total - margin)
+            }
+        }
+    }
+}
+
+/// "16GiB", "512MiB", "1000"...
+pub fn parse_bytes(s: &str) -> Result<u64> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: u64 = num
+        .parse()
+        .with_context(|| format!("not a byte size: {s:?}"))?;
+    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "kib" => 1 << 10,
+        "mib" => 1 << 20,
+        "gib" => 1 << 30,
+        "tib" => 1 << 40,
+        u => bail!("unknown unit {u:?} in {s:?} (use B, KiB, MiB, GiB or TiB)"),
+    };
+    n.checked_mul(mult)
+        .with_context(|| format!("{s:?} overflows"))
+}
+
+fn mem_total() -> Result<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo")?;
+    let line = info
+        .lines()
+        .find(|l| l.starts_with("MemTotal:"))
+        .context("no MemTotal")?;
+    let kib: u64 = line
+        .split_whitespace()
+        .nth(1)
+        .context("bad MemTotal")?
+        .parse()?;
+    Ok(kib * 1024)
+}
+
+/// The engine's knobs. Every field has a default; unknown keys in a config file are errors.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct EngineConfig {
+    /// CPU workers synthesizing partitions concurrently.
+    pub synthesis_workers: usize,
+    /// Threads of the synthesis thread pool (0: one per core).
+    pub synthesis_threads: usize,
+    /// Prover workers per device (the CPU backend counts as one device); they share a lock
+    /// held only around the device-exclusive region.
+    pub prover_workers_per_device: usize,
+    /// Threads of the CPU prover's pool (0: one per core).
+    pub prover_threads: usize,
+    /// Synthesized partitions that may wait for a prover worker.
+    pub prove_queue_depth: usize,
+    /// Host memory for parameters and partitions in flight: "auto" (MemTotal − margin) or a
+    /// size such as "64GiB".
+    pub memory_budget: String,
+    /// Memory left to the rest of the machine when the budget is "auto".
+    pub memory_margin: String,
+    /// Seconds a finished job's result stays available.
+    pub result_ttl_secs: u64,
+    /// Finished jobs kept at most.
+    pub result_max: usize,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self {
+            synthesis_workers: 2,
+            synthesis_threads: 0,
+            prover_workers_per_device: 1,
+            prover_threads: 0,
+            prove_queue_depth: 2,
+            memory_budget: "auto".into(),
+            memory_margin: "2GiB".into(),
+            result_ttl_secs: 600,
+            result_max: 1000,
+        }
+    }
+}
+
+impl EngineConfig {
+    /// Checks the settings; returns the budget in bytes.
+    pub fn validate(&self) -> Result<u64> {
+        ensure!(
+            self.synthesis_workers > 0,
+            "synthesis_workers must be at least 1"
+        );
+        ensure!(
+            self.prover_workers_per_device > 0,
+            "prover_workers_per_device must be at least 1"
+        );
+        ensure!(
+            self.prove_queue_depth > 0,
+            "prove_queue_depth must be at least 1"
+        );
+        ensure!(self.result_max > 0, "result_max must be at least 1");
+        let margin = parse_bytes(&self.memory_margin).context("memory_margin")?;
+        let budget = BudgetSetting::parse(&self.memory_budget)
+            .context("memory_budget")?
+            .resolve(margin)?;
+        ensure!(budget > 0, "memory_budget must be positive");
+        Ok(budget)
+    }
+
+    /// One `key = value` line per knob, for the start-up log.
+    pub fn describe(&self) -> Vec<String> {
+        let v = serde_json::to_value(self).expect("config serializes");
+        let map = v.as_object().expect("config is an object");
+        map.iter().map(|(k, v)| format!("{k} = {v}")).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_settings_are_named() {
+        let c = EngineConfig {
+            synthesis_workers: 0,
+            ..Default::default()
+        };
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("synthesis_workers"));
+        let c = EngineConfig {
+            memory_budget: "12 parsecs".into(),
+            ..Default::default()
+        };
+        assert!(format!("{:#}", c.validate().unwrap_err()).contains("memory_budget"));
+        let c = EngineConfig {
+            memory_budget: "3GiB".into(),
+            ..Default::default()
+        };
+        assert_eq!(c.validate().unwrap(), 3 << 30);
+        assert!(EngineConfig::default()
+            .describe()
+            .iter()
+            .any(|l| l == "synthesis_workers = 2"));
+    }
+}

@@ -1,0 +1,389 @@
+//! The engine's public face: submit, await, cancel, status, preload and evict.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use zkforge_circuits::{ParamsId, PartitionedCircuit, ProofKind};
+use zkforge_groth16::{ProverBackend, ProvingKey, ReadOptions};
+
+use crate::budget::MemoryBudget;
+use crate::config::EngineConfig;
+use crate::job::{Job, JobId, JobOutcome, JobResult, Priority};
+use crate::queue::{UnitKey, UnitQueue};
+use crate::srs_store::{LoadedSrs, SrsStore};
+use crate::timeline::{StageEvent, Timeline, TimelineEvent};
+use crate::workers::{self, ProveUnit, SynthUnit};
+
+/// Where parameter sets come from.
+pub trait ParamsSource: Send + Sync {
+    fn load(&self, id: &ParamsId) -> Result<ProvingKey>;
+    /// Bytes the decoded set will occupy, reserved before loading.
+    fn size_hint(&self, id: &ParamsId) -> Result<u64>;
+}
+
+/// Filecoin `.params` files in one directory.
+pub struct ParamsDir(pub PathBuf);
+
+impl ParamsSource for ParamsDir {
+    fn load(&self, id: &ParamsId) -> Result<ProvingKey> {
+        id.load(&self.0, ReadOptions::default())
+    }
+
+    fn size_hint(&self, id: &ParamsId) -> Result<u64> {
+        let path = id.params_path(&self.0);
+        // Decoded points take the same bytes as their uncompressed encoding.
+        match std::fs::metadata(&path) {
+            Ok(m) => Ok(m.len()),
+            Err(_) => id.load(&self.0, ReadOptions::default()).map(|_| 0),
+        }
+    }
+}
+
+/// One proving request.
+pub struct JobRequest {
+    /// Client's id: submitting the same id again returns the same job.
+    pub request_id: Option<String>,
+    pub circuits: Arc<dyn PartitionedCircuit>,
+    /// `None`: the default for the proof kind.
+    pub priority: Option<Priority>,
+}
+
+/// Queued and running units of one proof kind.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct KindCounts {
+    pub pending: usize,
+    pub in_progress: usize,
+}
+
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct EngineStatus {
+    pub uptime_secs: f64,
+    pub queues: Vec<(String, KindCounts)>,
+    pub loaded_srs: Vec<LoadedSrs>,
+    pub completed: u64,
+    pub failed: u64,
+    pub cancelled: u64,
+    pub memory_budget_bytes: u64,
+    pub memory_used_bytes: u64,
+    pub backend: String,
+}
+
+/// State the workers share.
+pub(crate) struct Shared {
+    pub config: EngineConfig,
+    pub backend: Arc<dyn ProverBackend>,
+    pub budget: Arc<MemoryBudget>,
+    pub srs: SrsStore,
+    pub timeline: Timeline,
+    pub synth_queue: UnitQueue<SynthUnit>,
+    pub prove_queue: UnitQueue<ProveUnit>,
+    pub device_lock: Mutex<()>,
+    pub synth_pool: rayon::ThreadPool,
+    pub counters: [AtomicU64; 3],
+    pub jobs: Mutex<Jobs>,
+}
+
+#[derive(Default)]
+pub(crate) struct Jobs {
+    pub by_id: HashMap<JobId, Arc<Job>>,
+    pub by_request: HashMap<String, JobId>,
+    pub next_id: JobId,
+}
+
+const COMPLETED: usize = 0;
+const FAILED: usize = 1;
+const CANCELLED: usize = 2;
+
+impl Shared {
+    pub fn record(&self, e: TimelineEvent) {
+        self.timeline.record(e);
+    }
+
+    /// Ends a job and counts it; drops its queued units.
+    pub fn end_job(&self, job: &Job, outcome: JobOutcome) {
+        let (counter, event) = match &outcome {
+            JobOutcome::Completed(_) => (COMPLETED, StageEvent::JobDone),
+            JobOutcome::Failed(_) => (FAILED, StageEvent::JobFailed),
+            JobOutcome::Cancelled => (CANCELLED, StageEvent::JobCancelled),
+        };
+        let failure = match &outcome {
+            JobOutcome::Failed(msg) => Some(msg.clone()),
+            _ => None,
+        };
+        let ended = job.finish(outcome, |total_ms| {
+            if let Some(msg) = &failure {
+                tracing::warn!(job = job.id, "job failed: {msg}");
+            }
+            self.counters[counter].fetch_add(1, Ordering::Relaxed);
+            self.record(TimelineEvent::new(event, job.id).duration(total_ms));
+        });
+        if ended {
+            // Release the memory of synthesized partitions nobody will prove.
+            drop(self.prove_queue.take_where(|u| u.job.id == job.id));
+            drop(self.synth_queue.take_where(|u| u.job.id == job.id));
+        }
+    }
+}
+
+/// A running engine; dropping it stops the workers after their current unit.
+pub struct Engine {
+    shared: Arc<Shared>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Engine {
+    /// Starts the workers. Logs every setting.
+    pub fn start(
+        config: EngineConfig,
+        backend: Arc<dyn ProverBackend>,
+        params: Box<dyn ParamsSource>,
+    ) -> Result<Self> {
+        let budget_bytes = config.validate()?;
+        for line in config.describe() {
+            tracing::info!("engine config: {line}");
+        }
+        tracing::info!(backend = backend.name(), budget_bytes, "engine starting");
+        let budget = MemoryBudget::new(budget_bytes);
+        let synth_pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(config.synthesis_threads)
+            .thread_name(|i| format!("synth-pool-{i}"))
+            .build()
+            .context("building the synthesis thread pool")?;
+        let shared = Arc::new(Shared {
+            backend,
+            srs: SrsStore::new(params, budget.clone()),
+            budget,
+            timeline: Timeline::new(),
+            synth_queue: UnitQueue::new(usize::MAX),
+            prove_queue: UnitQueue::new(config.prove_queue_depth),
+            device_lock: Mutex::new(()),
+            synth_pool,
+            counters: Default::default(),
+            jobs: Mutex::default(),
+            config,
+        });
+        let mut threads = Vec::new();
+        for w in 0..shared.config.synthesis_workers {
+            let s = shared.clone();
+            threads.push(spawn(format!("synth-{w}"), move || {
+                workers::synthesis_loop(&s, w)
+            })?);
+        }
+        for w in 0..shared.config.prover_workers_per_device {
+            let s = shared.clone();
+            threads.push(spawn(format!("prover-0-{w}"), move || {
+                workers::prover_loop(&s, 0, w)
+            })?);
+        }
+        Ok(Self { shared, threads })
+    }
+
+    /// Queues a request; a known `request_id` returns its existing job.
+    pub fn submit(&self, req: JobRequest) -> Result<JobId> {
+        let s = &self.shared;
+        anyhow::ensure!(
+            req.circuits.partitions() > 0,
+            "the request has no partitions"
+        );
+        let mut jobs = s.jobs.lock().unwrap_or_else(|e| e.into_inner());
+        self.prune(&mut jobs);
+        if let Some(id) = req.request_id.as_ref().and_then(|r| jobs.by_request.get(r)) {
+            return Ok(*id);
+        }
+        jobs.next_id += 1;
+        let id = jobs.next_id;
+        let priority = req
+            .priority
+            .unwrap_or_else(|| Priority::default_for(req.circuits.kind()));
+        let job = Arc::new(Job::new(id, priority, req.circuits));
+        jobs.by_id.insert(id, job.clone());
+        if let Some(r) = req.request_id {
+            jobs.by_request.insert(r, id);
+        }
+        drop(jobs);
+        s.record(TimelineEvent::new(StageEvent::JobSubmit, id));
+        for k in 0..job.circuits.partitions() {
+            let unit = SynthUnit {
+                job: job.clone(),
+                partition: k,
+            };
+            if s.synth_queue
+                .push(UnitKey::new(priority, id, k), unit)
+                .is_err()
+            {
+                s.end_job(
+                    &job,
+                    JobOutcome::Failed("the engine is shutting down".into()),
+                );
+            }
+        }
+        Ok(id)
+    }
+
+    /// Forgets finished jobs past the result TTL or beyond `result_max`, oldest first.
+    fn prune(&self, jobs: &mut Jobs) {
+        let cfg = &self.shared.config;
+        let ttl = Duration::from_secs(cfg.result_ttl_secs);
+        let mut finished: Vec<(Instant, JobId)> = jobs
+            .by_id
+            .values()
+            .filter_map(|j| j.lock().finished_at.map(|t| (t, j.id)))
+            .collect();
+        finished.sort();
+        let excess = finished.len().saturating_sub(cfg.result_max);
+        let drop_ids: Vec<JobId> = finished
+            .iter()
+            .enumerate()
+            .filter(|(i, (t, _))| *i < excess || t.elapsed() > ttl)
+            .map(|(_, (_, id))| *id)
+            .collect();
+        for id in drop_ids {
+            jobs.by_id.remove(&id);
+        }
+        jobs.by_request.retain(|_, id| jobs.by_id.contains_key(id));
+    }
+
+    fn job(&self, id: JobId) -> Option<Arc<Job>> {
+        self.shared
+            .jobs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .by_id
+            .get(&id)
+            .cloned()
+    }
+
+    /// Waits for a job's result. `Err` for an unknown id; `Ok(None)` when the timeout passed.
+    pub fn wait(&self, id: JobId, timeout: Option<Duration>) -> Result<Option<JobResult>> {
+        let job = self
+            .job(id)
+            .with_context(|| format!("unknown job id {id}"))?;
+        Ok(job.wait(timeout))
+    }
+
+    /// Cancels a job: queued units are removed, running ones dropped at their next stage
+    /// boundary, memory released. Returns whether any of its units was running.
+    pub fn cancel(&self, id: JobId) -> Result<bool> {
+        let job = self
+            .job(id)
+            .with_context(|| format!("unknown job id {id}"))?;
+        let was_running = job.lock().running > 0;
+        self.shared.end_job(&job, JobOutcome::Cancelled);
+        Ok(was_running)
+    }
+
+    /// Loads a parameter set ahead of its jobs. Returns (already loaded, milliseconds taken).
+    pub fn preload(&self, id: &ParamsId) -> Result<(bool, f64)> {
+        let t = Instant::now();
+        let (_, loaded_now) = self.shared.srs.get(id)?;
+        Ok((!loaded_now, t.elapsed().as_secs_f64() * 1e3))
+    }
+
+    /// Drops a parameter set; returns the bytes it held, if it was loaded.
+    pub fn evict(&self, id: &ParamsId) -> Option<u64> {
+        self.shared.srs.evict(id)
+    }
+
+    pub fn status(&self) -> EngineStatus {
+        let s = &self.shared;
+        let kinds = [
+            ProofKind::PoRep,
+            ProofKind::SnapDeals,
+            ProofKind::WindowPost,
+            ProofKind::WinningPost,
+        ];
+        let jobs: Vec<Arc<Job>> = s
+            .jobs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .by_id
+            .values()
+            .cloned()
+            .collect();
+        let queues = kinds
+            .iter()
+            .map(|&k| {
+                let pending = s.synth_queue.count_where(|u| u.job.kind() == k);
+                let in_progress = jobs
+                    .iter()
+                    .filter(|j| j.kind() == k && !j.stopped())
+                    .map(|j| j.lock().running)
+                    .sum::<usize>()
+                    + s.prove_queue.count_where(|u| u.job.kind() == k);
+                (
+                    k.to_string(),
+                    KindCounts {
+                        pending,
+                        in_progress,
+                    },
+                )
+            })
+            .collect();
+        EngineStatus {
+            uptime_secs: s.timeline.uptime().as_secs_f64(),
+            queues,
+            loaded_srs: s.srs.list(),
+            completed: s.counters[COMPLETED].load(Ordering::Relaxed),
+            failed: s.counters[FAILED].load(Ordering::Relaxed),
+            cancelled: s.counters[CANCELLED].load(Ordering::Relaxed),
+            memory_budget_bytes: s.budget.total(),
+            memory_used_bytes: s.budget.used(),
+            backend: s.backend.name().to_string(),
+        }
+    }
+
+    /// Every TIMELINE event so far (the most recent 200,000).
+    pub fn timeline(&self) -> Vec<TimelineEvent> {
+        self.shared.timeline.snapshot()
+    }
+
+    pub fn budget(&self) -> &Arc<MemoryBudget> {
+        &self.shared.budget
+    }
+
+    /// Stops taking work, lets running units finish, fails what was still queued.
+    pub fn shutdown(mut self) {
+        self.stop();
+    }
+
+    fn stop(&mut self) {
+        let s = &self.shared;
+        s.synth_queue.close();
+        s.prove_queue.close();
+        let jobs: Vec<Arc<Job>> = s
+            .jobs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .by_id
+            .values()
+            .cloned()
+            .collect();
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+        for job in jobs {
+            s.end_job(
+                &job,
+                JobOutcome::Failed("the engine shut down before the job finished".into()),
+            );
+        }
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn spawn(name: String, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name(name.clone())
+        .spawn(f)
+        .with_context(|| format!("spawning {name}"))
+}

@@ -1,0 +1,186 @@
+//! Jobs: one request's partitions, their state, and what waiters get back.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use zkforge_circuits::{PartitionedCircuit, ProofKind};
+use zkforge_groth16::Proof;
+
+pub type JobId = u64;
+
+/// Scheduling priority; higher runs first. 0 on the wire means "default by kind".
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Priority {
+    Low = 1,
+    Normal = 2,
+    High = 3,
+    Critical = 4,
+}
+
+impl Priority {
+    /// WinningPoSt is due within a block, WindowPoSt within its deadline; sealing can wait.
+    pub fn default_for(kind: ProofKind) -> Self {
+        match kind {
+            ProofKind::WinningPost => Priority::Critical,
+            ProofKind::WindowPost => Priority::High,
+            ProofKind::PoRep | ProofKind::SnapDeals => Priority::Normal,
+        }
+    }
+
+    /// The cuzk.v1 value (1..=4); 0 → default by kind.
+    pub fn from_wire(v: i32, kind: ProofKind) -> Option<Self> {
+        Some(match v {
+            0 => Self::default_for(kind),
+            1 => Priority::Low,
+            2 => Priority::Normal,
+            3 => Priority::High,
+            4 => Priority::Critical,
+            _ => return None,
+        })
+    }
+}
+
+/// Where a job's time went, in milliseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct JobTimings {
+    /// Submit → first synthesis start.
+    pub queue_wait_ms: f64,
+    /// Parameter loading this job waited for.
+    pub srs_load_ms: f64,
+    /// First synthesis start → last synthesis end.
+    pub synthesis_wall_ms: f64,
+    /// Synthesis time summed over partitions.
+    pub synthesis_sum_ms: f64,
+    /// Proving time summed over partitions (lock held).
+    pub prove_ms: f64,
+    pub total_ms: f64,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum JobOutcome {
+    /// The partitions' proofs, concatenated in order, each self-verified.
+    Completed(Vec<u8>),
+    Failed(String),
+    Cancelled,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobResult {
+    pub id: JobId,
+    pub kind: ProofKind,
+    pub outcome: JobOutcome,
+    pub timings: JobTimings,
+}
+
+#[derive(Debug)]
+pub(crate) struct Progress {
+    pub proofs: Vec<Option<Proof>>,
+    pub remaining: usize,
+    pub outcome: Option<JobOutcome>,
+    pub first_synth: Option<Instant>,
+    pub last_synth_end: Option<Instant>,
+    pub timings: JobTimings,
+    pub finished_at: Option<Instant>,
+    /// Units synthesizing or proving right now.
+    pub running: usize,
+}
+
+/// A job as the workers share it.
+pub(crate) struct Job {
+    pub id: JobId,
+    pub priority: Priority,
+    pub circuits: Arc<dyn PartitionedCircuit>,
+    pub submitted: Instant,
+    pub stop: AtomicBool,
+    pub progress: Mutex<Progress>,
+    pub changed: Condvar,
+}
+
+impl Job {
+    pub fn new(id: JobId, priority: Priority, circuits: Arc<dyn PartitionedCircuit>) -> Self {
+        let n = circuits.partitions();
+        Self {
+            id,
+            priority,
+            circuits,
+            submitted: Instant::now(),
+            stop: AtomicBool::new(false),
+            progress: Mutex::new(Progress {
+                proofs: vec![None; n],
+                remaining: n,
+                outcome: None,
+                first_synth: None,
+                last_synth_end: None,
+                timings: JobTimings::default(),
+                finished_at: None,
+                running: 0,
+            }),
+            changed: Condvar::new(),
+        }
+    }
+
+    pub fn kind(&self) -> ProofKind {
+        self.circuits.kind()
+    }
+
+    /// True once the job failed, was cancelled or completed: its units are dropped.
+    pub fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Acquire)
+    }
+
+    pub fn lock(&self) -> std::sync::MutexGuard<'_, Progress> {
+        self.progress.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Ends the job with `outcome` unless it already ended, running `account` before any
+    /// waiter wakes; returns whether this call ended it.
+    pub fn finish(&self, outcome: JobOutcome, account: impl FnOnce(f64)) -> bool {
+        let mut p = self.lock();
+        if p.outcome.is_some() {
+            return false;
+        }
+        self.stop.store(true, Ordering::Release);
+        p.timings.total_ms = ms(self.submitted.elapsed());
+        p.finished_at = Some(Instant::now());
+        p.outcome = Some(outcome);
+        account(p.timings.total_ms);
+        drop(p);
+        self.changed.notify_all();
+        true
+    }
+
+    pub fn result(&self) -> Option<JobResult> {
+        let p = self.lock();
+        p.outcome.clone().map(|outcome| JobResult {
+            id: self.id,
+            kind: self.kind(),
+            outcome,
+            timings: p.timings,
+        })
+    }
+
+    /// Waits for the outcome; `None` when `timeout` passed first.
+    pub fn wait(&self, timeout: Option<Duration>) -> Option<JobResult> {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let mut p = self.lock();
+        while p.outcome.is_none() {
+            p = match deadline {
+                None => self.changed.wait(p).unwrap_or_else(|e| e.into_inner()),
+                Some(d) => {
+                    let left = d.checked_duration_since(Instant::now())?;
+                    self.changed
+                        .wait_timeout(p, left)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0
+                }
+            };
+        }
+        drop(p);
+        self.result()
+    }
+}
+
+pub(crate) fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}

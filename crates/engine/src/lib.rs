@@ -1,0 +1,20 @@
+//! The proving engine: requests become jobs of partition units that flow
+//! queued → synthesizing → awaiting prover → proving → done, through CPU synthesis workers and
+//! prover workers joined by bounded priority queues, under one host-memory budget, with
+//! parameters loaded once and kept resident, cancellation, and a TIMELINE event per stage.
+
+mod budget;
+mod config;
+mod engine;
+mod job;
+mod queue;
+mod srs_store;
+mod timeline;
+mod workers;
+
+pub use budget::{MemoryBudget, Reservation};
+pub use config::{BudgetSetting, EngineConfig};
+pub use engine::{Engine, EngineStatus, JobRequest, KindCounts, ParamsDir, ParamsSource};
+pub use job::{JobId, JobOutcome, JobResult, JobTimings, Priority};
+pub use srs_store::LoadedSrs;
+pub use timeline::{StageEvent, TimelineEvent};

@@ -1,0 +1,169 @@
+//! A blocking priority queue of units: highest priority first, then the oldest job, then the
+//! lowest partition, so that jobs finish in order instead of all advancing together.
+
+use std::cmp::{Ordering, Reverse};
+use std::collections::BinaryHeap;
+use std::sync::{Condvar, Mutex};
+
+use crate::job::{JobId, Priority};
+
+/// The order of a unit: compared as a max-heap key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct UnitKey {
+    pub priority: Priority,
+    pub job: Reverse<JobId>,
+    pub partition: Reverse<usize>,
+}
+
+impl UnitKey {
+    pub fn new(priority: Priority, job: JobId, partition: usize) -> Self {
+        Self {
+            priority,
+            job: Reverse(job),
+            partition: Reverse(partition),
+        }
+    }
+}
+
+struct Entry<T> {
+    key: UnitKey,
+    item: T,
+}
+
+impl<T> PartialEq for Entry<T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.key == other.key
+    }
+}
+impl<T> Eq for Entry<T> {}
+impl<T> PartialOrd for Entry<T> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl<T> Ord for Entry<T> {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.key.cmp(&other.key)
+    }
+}
+
+struct Inner<T> {
+    heap: BinaryHeap<Entry<T>>,
+    closed: bool,
+}
+
+pub(crate) struct UnitQueue<T> {
+    inner: Mutex<Inner<T>>,
+    not_empty: Condvar,
+    not_full: Condvar,
+    capacity: usize,
+}
+
+impl<T> UnitQueue<T> {
+    /// A queue holding at most `capacity` units (`usize::MAX`: unbounded).
+    pub fn new(capacity: usize) -> Self {
+        Self {
+            inner: Mutex::new(Inner {
+                heap: BinaryHeap::new(),
+                closed: false,
+            }),
+            not_empty: Condvar::new(),
+            not_full: Condvar::new(),
+            capacity,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner<T>> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Adds a unit, waiting while the queue is full; gives the unit back if the queue closed.
+    pub fn push(&self, key: UnitKey, item: T) -> Result<(), T> {
+        let mut q = self.lock();
+        while q.heap.len() >= self.capacity && !q.closed {
+            q = self.not_full.wait(q).unwrap_or_else(|e| e.into_inner());
+        }
+        if q.closed {
+            return Err(item);
+        }
+        q.heap.push(Entry { key, item });
+        drop(q);
+        self.not_empty.notify_one();
+        Ok(())
+    }
+
+    /// Takes the first unit, waiting for one; `None` once the queue is closed (what it still
+    /// holds is dropped by whoever closes it).
+    pub fn pop(&self) -> Option<T> {
+        let mut q = self.lock();
+        loop {
+            if q.closed {
+                return None;
+            }
+            if let Some(e) = q.heap.pop() {
+                drop(q);
+                self.not_full.notify_one();
+                return Some(e.item);
+            }
+            q = self.not_empty.wait(q).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// Removes and returns the units for which `drop_it` is true.
+    pub fn take_where(&self, drop_it: impl Fn(&T) -> bool) -> Vec<T> {
+        let mut q = self.lock();
+        let (gone, kept): (Vec<_>, Vec<_>) = q.heap.drain().partition(|e| drop_it(&e.item));
+        q.heap.extend(kept);
+        drop(q);
+        self.not_full.notify_all();
+        gone.into_iter().map(|e| e.item).collect()
+    }
+
+    /// Counts the units matching `f`.
+    pub fn count_where(&self, f: impl Fn(&T) -> bool) -> usize {
+        self.lock().heap.iter().filter(|e| f(&e.item)).count()
+    }
+
+    /// Wakes every waiter; later pushes fail and pops drain what is left.
+    pub fn close(&self) {
+        self.lock().closed = true;
+        self.not_empty.notify_all();
+        self.not_full.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn priority_then_oldest_job_then_partition() {
+        let q = UnitQueue::new(usize::MAX);
+        for (p, j, k) in [
+            (Priority::Normal, 2, 0),
+            (Priority::Normal, 1, 1),
+            (Priority::Normal, 1, 0),
+            (Priority::Critical, 9, 0),
+        ] {
+            q.push(UnitKey::new(p, j, k), (j, k)).unwrap();
+        }
+        let order: Vec<_> = (0..4).map(|_| q.pop().unwrap()).collect();
+        assert_eq!(order, [(9, 0), (1, 0), (1, 1), (2, 0)]);
+    }
+
+    #[test]
+    fn bounded_push_waits_and_close_releases_everyone() {
+        let q = std::sync::Arc::new(UnitQueue::new(1));
+        q.push(UnitKey::new(Priority::Low, 1, 0), 1).unwrap();
+        let q2 = q.clone();
+        let pusher = std::thread::spawn(move || q2.push(UnitKey::new(Priority::Low, 2, 0), 2));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert_eq!(q.pop(), Some(1));
+        pusher.join().unwrap().unwrap();
+        assert_eq!(q.take_where(|v| *v == 2), vec![2]);
+        q.push(UnitKey::new(Priority::Low, 4, 0), 4).unwrap();
+        q.close();
+        assert_eq!(q.pop(), None, "closing stops the takers at once");
+        assert_eq!(q.push(UnitKey::new(Priority::Low, 3, 0), 3), Err(3));
+    }
+}

@@ -1,0 +1,265 @@
+//! The two worker loops: synthesis (CPU) and proving (per device, lock around the device work).
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rand::SeedableRng;
+use zkforge_groth16::{prover, reaper, verify::verify, Proof, ProofRandomness, Witness};
+
+use crate::budget::Reservation;
+use crate::engine::Shared;
+use crate::job::{ms, Job, JobOutcome};
+use crate::queue::UnitKey;
+use crate::srs_store::Resident;
+use crate::timeline::{StageEvent, TimelineEvent};
+
+/// A partition waiting for synthesis.
+pub(crate) struct SynthUnit {
+    pub job: Arc<Job>,
+    pub partition: usize,
+}
+
+/// A synthesized partition waiting for a prover, with the memory it holds.
+pub(crate) struct ProveUnit {
+    pub job: Arc<Job>,
+    pub partition: usize,
+    pub witness: Witness,
+    pub key: Arc<Resident>,
+    /// The witness's share of the memory budget, returned when the unit is dropped.
+    pub _memory: Reservation,
+}
+
+impl Drop for ProveUnit {
+    fn drop(&mut self) {
+        // Freeing gigabytes stalls the caller: let the reaper do it.
+        reaper::drop_later(std::mem::take(&mut self.witness));
+    }
+}
+
+/// How often a worker waiting for memory checks whether its job was cancelled.
+const POLL: Duration = Duration::from_millis(20);
+
+pub(crate) fn synthesis_loop(s: &Shared, w: usize) {
+    let name = format!("synth-{w}");
+    while let Some(unit) = s.synth_queue.pop() {
+        if !unit.job.stopped() {
+            synthesize_unit(s, &name, unit);
+        }
+    }
+}
+
+fn synthesize_unit(s: &Shared, name: &str, unit: SynthUnit) {
+    let SynthUnit { job, partition: k } = unit;
+    let Some(key) = parameters(s, &job) else {
+        return;
+    };
+    // The key tells the witness size: domain n ≥ constraints, |ic| inputs, |l| aux.
+    let bytes =
+        Witness::estimated_bytes(key.pk.h.len() + 1, key.pk.vk.ic.len(), key.pk.l.len()) as u64;
+    if bytes > s.budget.total() {
+        let msg = format!(
+            "a partition of {} needs about {bytes} bytes, more than the whole memory budget ({} bytes)",
+            job.circuits.params_id().circuit_id(),
+            s.budget.total()
+        );
+        s.end_job(&job, JobOutcome::Failed(msg));
+        return;
+    }
+    let Some(reservation) = s.budget.reserve_or(bytes, POLL, || job.stopped()) else {
+        return;
+    };
+
+    let start = Instant::now();
+    {
+        let mut p = job.lock();
+        p.running += 1;
+        if p.first_synth.is_none() {
+            p.first_synth = Some(start);
+            p.timings.queue_wait_ms = ms(start - job.submitted);
+        }
+    }
+    s.record(
+        TimelineEvent::new(StageEvent::SynthStart, job.id)
+            .partition(k)
+            .worker(name),
+    );
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        s.synth_pool.install(|| job.circuits.synthesize(k))
+    }));
+    let took = start.elapsed();
+    {
+        let mut p = job.lock();
+        p.running -= 1;
+        p.timings.synthesis_sum_ms += ms(took);
+        let end = Instant::now();
+        p.last_synth_end = Some(end);
+        p.timings.synthesis_wall_ms = ms(end - p.first_synth.unwrap_or(start));
+    }
+    s.record(
+        TimelineEvent::new(StageEvent::SynthEnd, job.id)
+            .partition(k)
+            .worker(name)
+            .duration(ms(took)),
+    );
+
+    let witness = match result {
+        Ok(Ok(w)) => w,
+        Ok(Err(e)) => return s.end_job(&job, JobOutcome::Failed(format!("partition {k}: {e:#}"))),
+        Err(panic) => {
+            let msg = format!(
+                "partition {k}: synthesis panicked: {}",
+                panic_message(&panic)
+            );
+            return s.end_job(&job, JobOutcome::Failed(msg));
+        }
+    };
+    if job.stopped() {
+        reaper::drop_later(witness);
+        return;
+    }
+    s.record(
+        TimelineEvent::new(StageEvent::ProveQueue, job.id)
+            .partition(k)
+            .worker(name),
+    );
+    let key_order = UnitKey::new(job.priority, job.id, k);
+    let unit = ProveUnit {
+        job,
+        partition: k,
+        witness,
+        key,
+        _memory: reservation,
+    };
+    // A full queue holds synthesis back: that is the pipeline's back-pressure.
+    drop(s.prove_queue.push(key_order, unit));
+}
+
+/// The job's proving key, loading it on first use (the load's time goes to the job).
+fn parameters(s: &Shared, job: &Job) -> Option<Arc<Resident>> {
+    let id = job.circuits.params_id();
+    let t = Instant::now();
+    let loaded = s.srs.get(id);
+    match loaded {
+        Ok((key, loaded_now)) => {
+            if loaded_now {
+                let took = ms(t.elapsed());
+                job.lock().timings.srs_load_ms += took;
+                s.record(TimelineEvent::new(StageEvent::SrsLoadEnd, job.id).duration(took));
+            }
+            Some(key)
+        }
+        Err(e) => {
+            s.end_job(
+                job,
+                JobOutcome::Failed(format!("parameters {}: {e:#}", id.circuit_id())),
+            );
+            None
+        }
+    }
+}
+
+pub(crate) fn prover_loop(s: &Shared, device: usize, w: usize) {
+    let name = format!("prover-{device}-{w}");
+    let mut rng = rand_chacha::ChaCha20Rng::from_entropy();
+    while let Some(unit) = s.prove_queue.pop() {
+        if !unit.job.stopped() {
+            prove_unit(s, &name, device, unit, &mut rng);
+        }
+    }
+}
+
+fn prove_unit(
+    s: &Shared,
+    name: &str,
+    device: usize,
+    mut unit: ProveUnit,
+    rng: &mut rand_chacha::ChaCha20Rng,
+) {
+    let (job, k) = (unit.job.clone(), unit.partition);
+    let witness = std::mem::take(&mut unit.witness);
+    job.lock().running += 1;
+
+    let waited = Instant::now();
+    let guard = s.device_lock.lock().unwrap_or_else(|e| e.into_inner());
+    let lock_wait = ms(waited.elapsed());
+    s.record(
+        TimelineEvent::new(StageEvent::ProveStart, job.id)
+            .partition(k)
+            .worker(name)
+            .device(device)
+            .lock_wait(lock_wait),
+    );
+    let start = Instant::now();
+    let rnd = ProofRandomness::random(rng);
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        prover::prove(s.backend.as_ref(), &unit.key.pk, witness, rnd)
+    }));
+    drop(guard);
+    let took = ms(start.elapsed());
+    s.record(
+        TimelineEvent::new(StageEvent::ProveEnd, job.id)
+            .partition(k)
+            .worker(name)
+            .device(device)
+            .duration(took),
+    );
+    {
+        let mut p = job.lock();
+        p.running -= 1;
+        p.timings.prove_ms += took;
+    }
+
+    let proof = match result {
+        Ok(Ok(p)) => p,
+        Ok(Err(e)) => return s.end_job(&job, JobOutcome::Failed(format!("partition {k}: {e}"))),
+        Err(panic) => {
+            let msg = format!("partition {k}: prover panicked: {}", panic_message(&panic));
+            return s.end_job(&job, JobOutcome::Failed(msg));
+        }
+    };
+    // Every proof is checked before it can be returned; outside the device lock.
+    let checked = job
+        .circuits
+        .public_inputs(k)
+        .and_then(|x| Ok(verify(&unit.key.pk.vk, &proof, &x)?));
+    drop(unit);
+    match checked {
+        Ok(true) => record_proof(s, &job, k, proof),
+        Ok(false) => s.end_job(
+            &job,
+            JobOutcome::Failed(format!("partition {k}: the proof failed its self-check")),
+        ),
+        Err(e) => s.end_job(
+            &job,
+            JobOutcome::Failed(format!("partition {k}: self-check: {e:#}")),
+        ),
+    }
+}
+
+fn record_proof(s: &Shared, job: &Job, k: usize, proof: Proof) {
+    let mut p = job.lock();
+    if p.outcome.is_some() {
+        return;
+    }
+    p.proofs[k] = Some(proof);
+    p.remaining -= 1;
+    if p.remaining > 0 {
+        return;
+    }
+    let bytes: Vec<u8> = p
+        .proofs
+        .iter()
+        .flatten()
+        .flat_map(|pr| pr.to_bytes())
+        .collect();
+    drop(p);
+    s.end_job(job, JobOutcome::Completed(bytes));
+}
+
+fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
+}

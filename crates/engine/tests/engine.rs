@@ -1,0 +1,313 @@
+//! The engine on small synthetic circuits with the CPU backend: pipeline throughput, memory
+//! budget, priorities, cancellation, failures, idempotent submits — asserted on outcomes and
+//! TIMELINE events, never on wall time alone.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Result;
+use rand_core::SeedableRng;
+use zkforge_circuits::{ParamsId, PartitionedCircuit, ProofKind, SyntheticCircuit, SyntheticJob};
+use zkforge_engine::{
+    Engine, EngineConfig, JobOutcome, JobRequest, ParamsSource, Priority, StageEvent, TimelineEvent,
+};
+use zkforge_groth16::generator::generate_random_keys;
+use zkforge_groth16::{CpuBackend, ProverBackend, ProvingKey, QuerySums, Witness};
+
+/// Keys kept in memory, found by file stem (whatever the proof kind).
+struct MemorySource(HashMap<String, ProvingKey>);
+
+impl ParamsSource for MemorySource {
+    fn load(&self, id: &ParamsId) -> Result<ProvingKey> {
+        self.0
+            .get(&id.stem)
+            .cloned()
+            .ok_or_else(|| anyhow::anyhow!("no keys for {}", id.stem))
+    }
+
+    fn size_hint(&self, id: &ParamsId) -> Result<u64> {
+        Ok(self.load(id)?.heap_bytes() as u64)
+    }
+}
+
+/// The CPU backend, made slower so that the prover is the bottleneck on purpose.
+struct SlowBackend(CpuBackend, Duration);
+
+impl ProverBackend for SlowBackend {
+    fn name(&self) -> &'static str {
+        "slow-cpu"
+    }
+
+    fn query_sums(&self, pk: &ProvingKey, w: Witness) -> zkforge_groth16::Result<QuerySums> {
+        std::thread::sleep(self.1);
+        self.0.query_sums(pk, w)
+    }
+}
+
+fn circuit(seed: u64) -> SyntheticCircuit {
+    SyntheticCircuit::new(1 << 9, 2, 0.8, seed)
+}
+
+fn job(partitions: usize, synth_ms: u64) -> SyntheticJob {
+    let mut j = SyntheticJob::new(circuit(1), partitions, ProofKind::PoRep);
+    j.synthesis_delay = Duration::from_millis(synth_ms);
+    j
+}
+
+fn keys() -> (ParamsId, ProvingKey) {
+    let j = job(1, 0);
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
+    (
+        j.params_id().clone(),
+        generate_random_keys(j.circuit.clone(), &mut rng, &()).unwrap(),
+    )
+}
+
+fn engine(config: EngineConfig, prove_ms: u64) -> (Engine, ProvingKey) {
+    let (id, pk) = keys();
+    let backend: Arc<dyn ProverBackend> = Arc::new(SlowBackend(
+        CpuBackend::new(),
+        Duration::from_millis(prove_ms),
+    ));
+    let source = MemorySource([(id.stem, pk.clone())].into_iter().collect());
+    (
+        Engine::start(config, backend, Box::new(source)).unwrap(),
+        pk,
+    )
+}
+
+fn config(synthesis_workers: usize) -> EngineConfig {
+    EngineConfig {
+        synthesis_workers,
+        memory_budget: "4GiB".into(),
+        ..Default::default()
+    }
+}
+
+fn submit(e: &Engine, j: SyntheticJob, priority: Option<Priority>) -> u64 {
+    e.submit(JobRequest {
+        request_id: None,
+        circuits: Arc::new(j),
+        priority,
+    })
+    .unwrap()
+}
+
+fn completed(e: &Engine, id: u64) -> Vec<u8> {
+    match e
+        .wait(id, Some(Duration::from_secs(120)))
+        .unwrap()
+        .expect("finished in time")
+        .outcome
+    {
+        JobOutcome::Completed(p) => p,
+        other => panic!("job {id}: {other:?}"),
+    }
+}
+
+fn events(e: &Engine, kind: StageEvent) -> Vec<TimelineEvent> {
+    e.timeline()
+        .into_iter()
+        .filter(|ev| ev.event == kind)
+        .collect()
+}
+
+/// Gaps between one prove ending and the next starting, in ms.
+fn prover_gaps(e: &Engine) -> Vec<f64> {
+    let starts = events(e, StageEvent::ProveStart);
+    let ends = events(e, StageEvent::ProveEnd);
+    starts
+        .iter()
+        .skip(1)
+        .zip(&ends)
+        .map(|(s, end)| s.t_ms - end.t_ms)
+        .collect()
+}
+
+#[test]
+fn two_synthesis_workers_keep_the_prover_busy() {
+    // Synthesis takes 300 ms, proving 200 ms: one synthesis worker starves the prover, two
+    // keep a partition always waiting for it.
+    let mut mean_gap = Vec::new();
+    for workers in [1, 2] {
+        let (e, pk) = engine(config(workers), 200);
+        let id = submit(&e, job(6, 300), None);
+        let proof = completed(&e, id);
+        let inputs = circuit(1).public_values();
+        for chunk in proof.chunks(192) {
+            let p = zkforge_groth16::Proof::from_bytes(chunk).unwrap();
+            assert!(zkforge_groth16::verify::verify(&pk.vk, &p, &inputs).unwrap());
+        }
+        let gaps = prover_gaps(&e);
+        assert_eq!(gaps.len(), 5);
+        mean_gap.push(gaps[1..].iter().sum::<f64>() / 4.0);
+    }
+    assert!(
+        mean_gap[0] > 60.0,
+        "one worker: the prover waits for synthesis ({mean_gap:?})"
+    );
+    assert!(
+        mean_gap[1] < 30.0,
+        "two workers: the prover barely idles ({mean_gap:?})"
+    );
+}
+
+#[test]
+fn memory_budget_bounds_the_partitions_in_flight() {
+    let (_, pk) = keys();
+    let c = circuit(1);
+    let partition = Witness::estimated_bytes(pk.h.len() + 1, pk.vk.ic.len(), pk.l.len()) as u64;
+    let budget = pk.heap_bytes() as u64 + 2 * partition + partition / 2;
+    let cfg = EngineConfig {
+        prove_queue_depth: 4,
+        memory_budget: budget.to_string(),
+        ..config(2)
+    };
+    let (e, _) = engine(cfg, 150);
+    let ids: Vec<u64> = (0..3).map(|_| submit(&e, job(3, 10), None)).collect();
+    for id in ids {
+        completed(&e, id);
+    }
+    let (peak_bytes, peak_reservations) = e.budget().peaks();
+    assert!(peak_bytes <= budget);
+    assert_eq!(
+        peak_reservations, 3,
+        "the keys and exactly two partitions at most"
+    );
+    assert_eq!(c.constraints, 512);
+}
+
+#[test]
+fn critical_job_overtakes_queued_normal_jobs() {
+    let (e, _) = engine(config(1), 0);
+    let normal: Vec<u64> = (0..5).map(|_| submit(&e, job(1, 150), None)).collect();
+    std::thread::sleep(Duration::from_millis(50));
+    let mut winning = SyntheticJob::new(circuit(1), 1, ProofKind::WinningPost);
+    winning.synthesis_delay = Duration::from_millis(150);
+    let critical = submit(&e, winning, None);
+    completed(&e, critical);
+    for id in &normal {
+        completed(&e, *id);
+    }
+    let submit_t = events(&e, StageEvent::JobSubmit)
+        .iter()
+        .find(|ev| ev.job == critical)
+        .unwrap()
+        .t_ms;
+    let next = events(&e, StageEvent::SynthStart)
+        .into_iter()
+        .find(|ev| ev.t_ms > submit_t)
+        .unwrap();
+    assert_eq!(
+        next.job, critical,
+        "the next free synthesis slot goes to the CRITICAL job"
+    );
+}
+
+#[test]
+fn cancelled_jobs_release_memory_and_others_complete() {
+    let (e, pk) = engine(config(1), 100);
+    let running = submit(&e, job(4, 200), None);
+    let queued = submit(&e, job(2, 200), None);
+    let other = submit(&e, job(2, 10), Some(Priority::High));
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(
+        e.cancel(running).unwrap(),
+        "its first partition was synthesizing"
+    );
+    assert!(!e.cancel(queued).unwrap());
+    for id in [running, queued] {
+        let r = e.wait(id, Some(Duration::from_secs(5))).unwrap().unwrap();
+        assert_eq!(r.outcome, JobOutcome::Cancelled);
+    }
+    let proof = completed(&e, other);
+    assert_eq!(proof.len(), 2 * 192);
+    let p = zkforge_groth16::Proof::from_bytes(&proof[..192]).unwrap();
+    assert!(zkforge_groth16::verify::verify(&pk.vk, &p, &circuit(1).public_values()).unwrap());
+    // Everything in flight is released once the workers pass their stage boundaries.
+    std::thread::sleep(Duration::from_millis(500));
+    let id = job(1, 0).params_id().clone();
+    assert!(e.evict(&id).is_some());
+    assert_eq!(
+        e.budget().used(),
+        0,
+        "the budget is back to its initial value"
+    );
+    assert_eq!(e.status().cancelled, 2);
+}
+
+#[test]
+fn a_failing_job_fails_alone() {
+    let (e, _) = engine(config(2), 0);
+    let mut bad = job(3, 10);
+    bad.fail_partition = Some(1);
+    let bad = submit(&e, bad, None);
+    let good = submit(&e, job(3, 10), None);
+    match e
+        .wait(bad, Some(Duration::from_secs(60)))
+        .unwrap()
+        .unwrap()
+        .outcome
+    {
+        JobOutcome::Failed(msg) => assert!(msg.contains("partition 1"), "{msg}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(completed(&e, good).len(), 3 * 192);
+    let s = e.status();
+    assert_eq!((s.completed, s.failed), (1, 1));
+}
+
+#[test]
+fn request_ids_are_idempotent_and_waits_time_out() {
+    let (e, _) = engine(config(1), 300);
+    let req = |rid: &str| JobRequest {
+        request_id: Some(rid.into()),
+        circuits: Arc::new(job(1, 0)),
+        priority: None,
+    };
+    let a = e.submit(req("sector-7")).unwrap();
+    assert_eq!(
+        e.submit(req("sector-7")).unwrap(),
+        a,
+        "same request id, same job"
+    );
+    let b = e.submit(req("sector-8")).unwrap();
+    assert_ne!(a, b);
+    assert_eq!(
+        e.wait(b, Some(Duration::from_millis(10))).unwrap(),
+        None,
+        "a wait that times out"
+    );
+    assert!(e.wait(9999, None).is_err(), "unknown job id");
+    completed(&e, a);
+    completed(&e, b);
+    let s = e.status();
+    assert_eq!(s.loaded_srs.len(), 1);
+    assert_eq!(s.loaded_srs[0].ref_count, 0);
+}
+
+#[test]
+fn invalid_config_and_missing_parameters_are_clear_errors() {
+    let backend: Arc<dyn ProverBackend> = Arc::new(CpuBackend::new());
+    let bad = EngineConfig {
+        prover_workers_per_device: 0,
+        ..config(1)
+    };
+    let err = Engine::start(bad, backend.clone(), Box::new(MemorySource(HashMap::new())))
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("prover_workers_per_device"));
+
+    let e = Engine::start(config(1), backend, Box::new(MemorySource(HashMap::new()))).unwrap();
+    let id = submit(&e, job(1, 0), None);
+    match e
+        .wait(id, Some(Duration::from_secs(10)))
+        .unwrap()
+        .unwrap()
+        .outcome
+    {
+        JobOutcome::Failed(msg) => assert!(msg.contains("no keys for synthetic"), "{msg}"),
+        other => panic!("{other:?}"),
+    }
+}
