@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One-shot GPU verification for zkforge-cuda: correctness first, then timings.
-# Usage: scripts/gpu-check.sh [check|bench|all] [bench-filter: ntt,g1,g2]
+# Usage: scripts/gpu-check.sh [check|bench|proofs|all] [bench-filter: ntt,g1,g2]
 # Uses .device/{gpu_bench,gpu_test} when present (pre-built elsewhere, e.g. for a machine
 # without cargo); otherwise builds them with cargo (needs NVCC, see install-cuda-toolkit.sh).
 # Writes logs and markdown tables under $OUT (default ./gpu-out).
@@ -36,6 +36,17 @@ if [ "$what" = check ] || [ "$what" = all ]; then
 fi
 if [ "$what" = bench ] || [ "$what" = all ]; then
   timeout 540 "$bench" bench "$out" "$filter" 2>&1 | tee "$out/bench.log" | grep -E '^(BENCH|device|\|)' || rc=1
+fi
+if [ "$what" = proofs ] || [ "$what" = all ]; then
+  # Full proofs: CUDA backend bytes == CPU backend bytes, Filecoin 2 KiB fixtures verified.
+  proofs_bin=.gpucheck/backend_check
+  [ -x "$proofs_bin" ] || proofs_bin="${CARGO_TARGET_DIR:-$root/target/cuda-dev}/release/examples/backend_check"
+  if [ -x "$proofs_bin" ]; then
+    RUST_LOG=warn timeout 480 "$proofs_bin" "${TMPDIR:-/tmp}/zkforge-backend-check" 2>&1 | tee "$out/proofs.log" | grep -v '^\s*$' || rc=1
+  else
+    echo "no backend_check binary: build it with cargo build --release -p zkforge-cuda --features cuda --example backend_check"
+    rc=1
+  fi
 fi
 echo "gpu-check: rc=$rc (logs in $out)"
 exit $rc

@@ -5,6 +5,8 @@ mod error;
 pub mod host;
 
 #[cfg(feature = "cuda")]
+mod backend;
+#[cfg(feature = "cuda")]
 mod device;
 #[cfg(feature = "cuda")]
 mod msm;
@@ -15,6 +17,8 @@ mod stub;
 
 #[cfg(feature = "cuda")]
 pub use device::{CudaDevice, DeviceBasesG1, DeviceBasesG2, DeviceScalars};
+#[cfg(feature = "cuda")]
+pub use backend::CudaBackend;
 pub use error::CudaError;
 #[cfg(not(feature = "cuda"))]
 pub use stub::{CudaDevice, DeviceBasesG1, DeviceBasesG2, DeviceScalars};
