@@ -34,8 +34,13 @@ fn compare(
     let gpu_s = t.elapsed().as_secs_f64();
     let same = cpu_proof == gpu_proof && gpu_proof == again;
     let ok = verify(&pk.vk, &gpu_proof, inputs)?;
-    println!("{name:<28} cpu {cpu_s:>8.3} s   gpu {gpu_s:>8.3} s   bytes equal: {same}   verifies: {ok}");
-    ensure!(same && ok, "{name}: GPU proof differs from the CPU proof or does not verify");
+    println!(
+        "{name:<28} cpu {cpu_s:>8.3} s   gpu {gpu_s:>8.3} s   bytes equal: {same}   verifies: {ok}"
+    );
+    ensure!(
+        same && ok,
+        "{name}: GPU proof differs from the CPU proof or does not verify"
+    );
     Ok(gpu_proof.to_bytes().to_vec())
 }
 
@@ -51,20 +56,35 @@ fn filecoin(
         let t = Instant::now();
         let pk = registry::random_keys(kind, 2048, rng, &())?;
         params::write(&id, &pk, dir, true)?;
-        println!("{:<28} params generated in {:.1} s", id.circuit_id(), t.elapsed().as_secs_f64());
+        println!(
+            "{:<28} params generated in {:.1} s",
+            id.circuit_id(),
+            t.elapsed().as_secs_f64()
+        );
     }
     let pk = id.load(dir, Default::default())?;
     let mut out = Vec::new();
     for k in 0..circuits.partitions() {
         let w = circuits.synthesize(k)?;
         let name = format!("{} partition {k}", id.circuit_id());
-        out.extend(compare(&name, gpu, &pk, w, &circuits.public_inputs(k)?, rng)?);
+        out.extend(compare(
+            &name,
+            gpu,
+            &pk,
+            w,
+            &circuits.public_inputs(k)?,
+            rng,
+        )?);
     }
     Ok(out)
 }
 
 fn main() -> Result<()> {
-    let work = PathBuf::from(std::env::args().nth(1).context("usage: backend_check WORKDIR")?);
+    let work = PathBuf::from(
+        std::env::args()
+            .nth(1)
+            .context("usage: backend_check WORKDIR")?,
+    );
     let params_dir = work.join("params");
     std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &params_dir);
     let gpu = CudaBackend::open(0)?;
@@ -75,17 +95,38 @@ fn main() -> Result<()> {
         let c = SyntheticCircuit::new(1 << log, 6, bits, rand::random());
         let pk = generate_random_keys(c.clone(), &mut rng, &())?;
         let w = zkforge_groth16::synthesize(c.clone())?;
-        compare(&format!("synthetic 2^{log} bits {bits}"), &gpu, &pk, w, &c.public_values(), &mut rng)?;
+        compare(
+            &format!("synthetic 2^{log} bits {bits}"),
+            &gpu,
+            &pk,
+            w,
+            &c.public_values(),
+            &mut rng,
+        )?;
     }
 
     let fx = work.join("fixtures");
     let m: Manifest = fixtures::make(2048, &fx, rand::random())?;
     let c1 = zkforge_filecoin::porep::parse_c1(&std::fs::read(fx.join(&m.c1_wrapper))?)?;
-    let porep = filecoin(ProofKind::PoRep, zkforge_filecoin::porep::porep_circuits(c1)?, &params_dir, &gpu, &mut rng)?;
-    ensure!(m.verify_porep(&porep)?, "filecoin-proofs rejects the GPU PoRep proof");
+    let porep = filecoin(
+        ProofKind::PoRep,
+        zkforge_filecoin::porep::porep_circuits(c1)?,
+        &params_dir,
+        &gpu,
+        &mut rng,
+    )?;
+    ensure!(
+        m.verify_porep(&porep)?,
+        "filecoin-proofs rejects the GPU PoRep proof"
+    );
 
-    let vanilla = |p: &std::path::Path| -> Result<Vec<Vec<u8>>> { read_base64_list(&std::fs::read(fx.join(p))?) };
-    for (kind, p) in [(ProofKind::WinningPost, &m.winning_post), (ProofKind::WindowPost, &m.window_post)] {
+    let vanilla = |p: &std::path::Path| -> Result<Vec<Vec<u8>>> {
+        read_base64_list(&std::fs::read(fx.join(p))?)
+    };
+    for (kind, p) in [
+        (ProofKind::WinningPost, &m.winning_post),
+        (ProofKind::WindowPost, &m.window_post),
+    ] {
         let req = post::PostRequest {
             registered_proof: p.registered_proof,
             randomness: unhex32(&p.randomness)?,
@@ -94,7 +135,11 @@ fn main() -> Result<()> {
             partition_index: 0,
         };
         let proof = filecoin(kind, post::post_circuits(req)?, &params_dir, &gpu, &mut rng)?;
-        let ok = if kind == ProofKind::WinningPost { m.verify_winning_post(&proof)? } else { m.verify_window_post(&proof)? };
+        let ok = if kind == ProofKind::WinningPost {
+            m.verify_winning_post(&proof)?
+        } else {
+            m.verify_window_post(&proof)?
+        };
         ensure!(ok, "filecoin-proofs rejects the GPU {kind} proof");
     }
     let s = &m.snap;
@@ -105,8 +150,17 @@ fn main() -> Result<()> {
         comm_r_new: unhex32(&s.comm_r_new)?,
         comm_d_new: unhex32(&s.comm_d_new)?,
     };
-    let proof = filecoin(ProofKind::SnapDeals, snap::snap_circuits(req)?, &params_dir, &gpu, &mut rng)?;
-    ensure!(m.verify_snap(&proof)?, "filecoin-proofs rejects the GPU SnapDeals proof");
+    let proof = filecoin(
+        ProofKind::SnapDeals,
+        snap::snap_circuits(req)?,
+        &params_dir,
+        &gpu,
+        &mut rng,
+    )?;
+    ensure!(
+        m.verify_snap(&proof)?,
+        "filecoin-proofs rejects the GPU SnapDeals proof"
+    );
     println!("all GPU proofs equal the CPU proofs and verify with filecoin-proofs");
     Ok(())
 }

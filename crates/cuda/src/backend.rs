@@ -31,7 +31,12 @@ struct KeyId {
 
 impl KeyId {
     fn of(pk: &ProvingKey, b_inputs: usize) -> Self {
-        Self { h: pk.h.as_ptr() as usize, l: pk.l.as_ptr() as usize, a: pk.a.as_ptr() as usize, b_inputs }
+        Self {
+            h: pk.h.as_ptr() as usize,
+            l: pk.l.as_ptr() as usize,
+            a: pk.a.as_ptr() as usize,
+            b_inputs,
+        }
     }
 }
 
@@ -42,19 +47,30 @@ pub struct CudaBackend {
 }
 
 fn backend_err(e: CudaError) -> Error {
-    Error::Backend { backend: "cuda", message: e.to_string() }
+    Error::Backend {
+        backend: "cuda",
+        message: e.to_string(),
+    }
 }
 
 impl CudaBackend {
     pub fn open(ordinal: usize) -> Result<Self, CudaError> {
-        Ok(Self { device: CudaDevice::open(ordinal)?, resident: Mutex::new(None) })
+        Ok(Self {
+            device: CudaDevice::open(ordinal)?,
+            resident: Mutex::new(None),
+        })
     }
 
     pub fn device(&self) -> &CudaDevice {
         &self.device
     }
 
-    fn bases(&self, pk: &ProvingKey, n_in: usize, b_in: usize) -> Result<Arc<ResidentBases>, CudaError> {
+    fn bases(
+        &self,
+        pk: &ProvingKey,
+        n_in: usize,
+        b_in: usize,
+    ) -> Result<Arc<ResidentBases>, CudaError> {
         let key = KeyId::of(pk, b_in);
         let mut slot = self.resident.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(r) = slot.as_ref().filter(|r| r.key == key) {
@@ -76,12 +92,23 @@ impl CudaBackend {
     }
 
     fn sums(&self, pk: &ProvingKey, w: Witness) -> Result<QuerySums, CudaError> {
-        let Witness { mut a, mut b, mut c, inputs, aux, a_aux_density, b_input_density, b_aux_density } = w;
+        let Witness {
+            mut a,
+            mut b,
+            mut c,
+            inputs,
+            aux,
+            a_aux_density,
+            b_input_density,
+            b_aux_density,
+        } = w;
         let (n_in, b_in) = (inputs.len(), b_input_density.count());
         let bases = self.bases(pk, n_in, b_in)?;
         let d = &self.device;
 
-        let n = Domain::for_len(a.len()).map_err(|e| CudaError::Invalid(e.to_string()))?.n;
+        let n = Domain::for_len(a.len())
+            .map_err(|e| CudaError::Invalid(e.to_string()))?
+            .n;
         for v in [&mut a, &mut b, &mut c] {
             v.resize(n, Scalar::from(0u64));
         }
@@ -95,10 +122,27 @@ impl CudaBackend {
         let a_sum = gpu_or_zero_g1(d, &bases.a_aux, &a_aux)? + msm::<G1>(&pk.a[..n_in], &inputs);
         let b_g1 = gpu_or_zero_g1(d, &bases.b_g1_aux, &b_aux)?
             + msm_with_density::<G1>(&pk.b_g1[..b_in], &inputs, &b_input_density);
-        let b_g2 = if b_aux.is_empty() { <blstrs::G2Projective as group::Group>::identity() } else { d.msm_g2(&bases.b_g2_aux, &b_aux)? }
-            + msm_with_density::<G2>(&pk.b_g2[..b_in], &inputs, &b_input_density);
-        reaper::drop_later((aux, inputs, a_aux, b_aux, a_aux_density, b_aux_density, b_input_density));
-        Ok(QuerySums { h: h_sum, l, a: a_sum, b_g1, b_g2 })
+        let b_g2 = if b_aux.is_empty() {
+            <blstrs::G2Projective as group::Group>::identity()
+        } else {
+            d.msm_g2(&bases.b_g2_aux, &b_aux)?
+        } + msm_with_density::<G2>(&pk.b_g2[..b_in], &inputs, &b_input_density);
+        reaper::drop_later((
+            aux,
+            inputs,
+            a_aux,
+            b_aux,
+            a_aux_density,
+            b_aux_density,
+            b_input_density,
+        ));
+        Ok(QuerySums {
+            h: h_sum,
+            l,
+            a: a_sum,
+            b_g1,
+            b_g2,
+        })
     }
 }
 

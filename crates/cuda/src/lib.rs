@@ -16,9 +16,9 @@ mod ntt;
 mod stub;
 
 #[cfg(feature = "cuda")]
-pub use device::{CudaDevice, DeviceBasesG1, DeviceBasesG2, DeviceScalars};
-#[cfg(feature = "cuda")]
 pub use backend::CudaBackend;
+#[cfg(feature = "cuda")]
+pub use device::{CudaDevice, DeviceBasesG1, DeviceBasesG2, DeviceScalars};
 pub use error::CudaError;
 #[cfg(not(feature = "cuda"))]
 pub use stub::{CudaDevice, DeviceBasesG1, DeviceBasesG2, DeviceScalars};

@@ -127,12 +127,12 @@ fn prover_gaps(e: &Engine) -> Vec<f64> {
 
 #[test]
 fn two_synthesis_workers_keep_the_prover_busy() {
-    // Synthesis takes 300 ms, proving 200 ms: one synthesis worker starves the prover, two
-    // keep a partition always waiting for it.
+    // Synthesis takes 500 ms, proving 300 ms: one synthesis worker leaves the prover idle
+    // ~200 ms per partition, two keep a partition always waiting for it.
     let mut mean_gap = Vec::new();
     for workers in [1, 2] {
-        let (e, pk) = engine(config(workers), 200);
-        let id = submit(&e, job(6, 300), None);
+        let (e, pk) = engine(config(workers), 300);
+        let id = submit(&e, job(6, 500), None);
         let proof = completed(&e, id);
         let inputs = circuit(1).public_values();
         for chunk in proof.chunks(192) {

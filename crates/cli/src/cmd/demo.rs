@@ -10,6 +10,7 @@ use rand::SeedableRng;
 use zkforge_filecoin::fixtures::{self, seal_proof_for};
 use zkforge_filecoin::{params, porep};
 
+use super::backend::{self, BackendArg};
 use super::keys::default_cache_dir;
 use super::prove::prove;
 use crate::progress::KeyGenBar;
@@ -19,9 +20,13 @@ pub struct DemoArgs {
     /// Where test parameters and fixtures are cached [default: $ZKFORGE_CACHE or ~/.cache/zkforge].
     #[arg(long)]
     cache: Option<PathBuf>,
+    /// Prover backend.
+    #[arg(long, value_enum, default_value_t = BackendArg::Cpu)]
+    backend: BackendArg,
 }
 
 pub fn run(args: DemoArgs) -> anyhow::Result<()> {
+    let backend = backend::select(args.backend)?;
     let cache = args.cache.unwrap_or_else(default_cache_dir);
     let param_dir = cache.join("params");
     // filecoin-proofs reads this once, at its first use: set it before anything else.
@@ -55,7 +60,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         porep::parse_c1(&std::fs::read(&c1_path).with_context(|| c1_path.display().to_string())?)?;
     let fixture_time = t.elapsed();
 
-    let (proof, timings) = prove(porep::porep_circuits(c1)?, &param_dir)?;
+    let (proof, timings) = prove(porep::porep_circuits(c1)?, &param_dir, backend.clone())?;
 
     let t = Instant::now();
     let ok = manifest

@@ -1,7 +1,9 @@
-//! `zkforge prove`: prove client inputs with the CPU backend and write the proof.
+//! `zkforge prove`: prove client inputs through the engine and write the proof.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+use super::backend::{self, BackendArg};
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
@@ -14,7 +16,7 @@ use zkforge_filecoin::post::{prover_id_from_miner, PostRequest};
 use zkforge_filecoin::shape::parse_sector_size;
 use zkforge_filecoin::snap::SnapRequest;
 use zkforge_filecoin::{params, porep, post, snap, PartitionedCircuit};
-use zkforge_groth16::CpuBackend;
+use zkforge_groth16::ProverBackend;
 
 #[derive(Subcommand)]
 pub enum ProveCommand {
@@ -37,6 +39,9 @@ pub struct Output {
     /// Write the raw proof bytes here; without it the proof is printed in hex.
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Prover backend.
+    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
+    backend: BackendArg,
 }
 
 #[derive(Args)]
@@ -93,6 +98,12 @@ pub struct PorepArgs {
 }
 
 pub fn run(cmd: ProveCommand) -> anyhow::Result<()> {
+    let backend_arg = match &cmd {
+        ProveCommand::Porep(a) => a.output.backend,
+        ProveCommand::WinningPost(a) | ProveCommand::WindowPost(a) => a.output.backend,
+        ProveCommand::Snap(a) => a.output.backend,
+    };
+    let backend = backend::select(backend_arg)?;
     let (circuits, output) = match cmd {
         ProveCommand::Porep(args) => {
             let bytes = read(&args.c1)?;
@@ -113,7 +124,8 @@ pub fn run(cmd: ProveCommand) -> anyhow::Result<()> {
             (snap::snap_circuits(req)?, args.output)
         }
     };
-    let (proof, _) = prove(circuits, &params::parameter_dir(output.params.as_deref()))?;
+    let dir = params::parameter_dir(output.params.as_deref());
+    let (proof, _) = prove(circuits, &dir, backend)?;
     match output.out {
         Some(path) => {
             std::fs::write(&path, &proof).with_context(|| format!("writing {}", path.display()))?
@@ -151,15 +163,15 @@ fn post_circuits(
     Ok((post::post_circuits(req)?, args.output))
 }
 
-/// Proves every partition through the engine with the CPU backend; the proof bytes and the
-/// job's timings.
+/// Proves every partition through the engine; the proof bytes and the job's timings.
 pub fn prove(
     circuits: Box<dyn PartitionedCircuit>,
     dir: &Path,
+    backend: Arc<dyn ProverBackend>,
 ) -> anyhow::Result<(Vec<u8>, JobTimings)> {
     let engine = Engine::start(
         EngineConfig::default(),
-        Arc::new(CpuBackend::new()),
+        backend,
         Box::new(ParamsDir(dir.to_path_buf())),
     )?;
     let id = engine.submit(JobRequest {
