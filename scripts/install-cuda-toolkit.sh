@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
-# Installs a pinned CUDA 13.0 compiler (nvcc + nvvm + headers) without root, into a venv
-# under .toolchain/cuda, and prints the NVCC= line for `cargo build --features cuda`.
+# Installs a pinned CUDA 13.0 compiler (nvcc + nvvm + headers) without root, into a venv kept
+# per machine (default ~/.cache/zkforge/cuda-toolkit, or $ZKFORGE_CUDA_TOOLKIT), and prints
+# the NVCC= line for `cargo build --features cuda`.
 # Versions are pinned together: a mismatched nvvm makes ptxas fail with "Unsupported .version".
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-venv="$root/.toolchain/cuda"
+venv="${ZKFORGE_CUDA_TOOLKIT:-${XDG_CACHE_HOME:-$HOME/.cache}/zkforge/cuda-toolkit}"
+# An earlier layout kept it in the checkout: reuse it rather than download again.
+if [ -z "${ZKFORGE_CUDA_TOOLKIT:-}" ] && [ ! -x "$venv/bin/python" ] && [ -x "$root/.toolchain/cuda/bin/python" ]; then
+  venv="$root/.toolchain/cuda"
+fi
 pkgs=(nvidia-cuda-nvcc==13.0.88 nvidia-nvvm==13.0.88 nvidia-cuda-runtime==13.0.96
       nvidia-cuda-crt==13.0.88 nvidia-cuda-cccl==13.0.85)
 if [ ! -x "$venv/bin/python" ]; then

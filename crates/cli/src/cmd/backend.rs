@@ -14,14 +14,21 @@ pub enum BackendArg {
     Cuda,
 }
 
-/// The backend to prove with; `auto` falls back to the CPU and says why.
-pub fn select(arg: BackendArg) -> Result<Arc<dyn ProverBackend>> {
+/// The backend to prove with; `auto` falls back to the CPU and says why. The CPU backend
+/// gets a pool of `cpu_threads` threads of its own (0: the global pool, one thread per core).
+pub fn select(arg: BackendArg, cpu_threads: usize) -> Result<Arc<dyn ProverBackend>> {
+    let cpu = || -> Result<Arc<dyn ProverBackend>> {
+        Ok(match cpu_threads {
+            0 => Arc::new(CpuBackend::new()),
+            n => Arc::new(CpuBackend::with_threads(n)?),
+        })
+    };
     match arg {
-        BackendArg::Cpu => Ok(Arc::new(CpuBackend::new())),
+        BackendArg::Cpu => cpu(),
         BackendArg::Cuda => cuda(),
         BackendArg::Auto => cuda().or_else(|e| {
             tracing::info!("using the CPU backend: {e:#}");
-            Ok(Arc::new(CpuBackend::new()))
+            cpu()
         }),
     }
 }

@@ -13,6 +13,8 @@ use super::keys::{default_cache_dir, synthetic_key};
 pub enum BenchCommand {
     /// Synthesize and prove synthetic circuits in this process, no daemon.
     Local(LocalArgs),
+    /// Multi-partition jobs through the engine vs one partition after another.
+    Engine(super::bench_engine::EngineArgs),
 }
 
 #[derive(Args)]
@@ -29,7 +31,10 @@ pub struct LocalArgs {
 }
 
 pub fn run(cmd: BenchCommand) -> anyhow::Result<()> {
-    let BenchCommand::Local(args) = cmd;
+    let args = match cmd {
+        BenchCommand::Local(args) => args,
+        BenchCommand::Engine(args) => return super::bench_engine::run(args),
+    };
     anyhow::ensure!(args.runs > 0, "--runs must be positive");
     let cache = default_cache_dir();
     println!(

@@ -26,7 +26,10 @@ pub struct DemoArgs {
 }
 
 pub fn run(args: DemoArgs) -> anyhow::Result<()> {
-    let backend = backend::select(args.backend)?;
+    let backend = backend::select(
+        args.backend,
+        zkforge_engine::EngineConfig::default().prover_threads,
+    )?;
     let cache = args.cache.unwrap_or_else(default_cache_dir);
     let param_dir = cache.join("params");
     // filecoin-proofs reads this once, at its first use: set it before anything else.

@@ -2,6 +2,7 @@
 
 pub mod backend;
 pub mod bench;
+mod bench_engine;
 pub mod demo;
 pub mod fixtures;
 mod keys;

@@ -103,7 +103,7 @@ pub fn run(cmd: ProveCommand) -> anyhow::Result<()> {
         ProveCommand::WinningPost(a) | ProveCommand::WindowPost(a) => a.output.backend,
         ProveCommand::Snap(a) => a.output.backend,
     };
-    let backend = backend::select(backend_arg)?;
+    let backend = backend::select(backend_arg, EngineConfig::default().prover_threads)?;
     let (circuits, output) = match cmd {
         ProveCommand::Porep(args) => {
             let bytes = read(&args.c1)?;
