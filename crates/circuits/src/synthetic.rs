@@ -34,6 +34,15 @@ impl SyntheticCircuit {
         }
     }
 
+    /// A file stem naming this circuit's keys: equal stems, equal circuits.
+    pub fn stem(&self) -> String {
+        let bits = (self.bit_fraction * 1000.0).round() as u64;
+        format!(
+            "synthetic-c{}-i{}-b{bits}-s{}",
+            self.constraints, self.public_inputs, self.seed
+        )
+    }
+
     /// The public input values (without ONE), as a verifier needs them.
     pub fn public_values(&self) -> Vec<Scalar> {
         let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
@@ -131,13 +140,7 @@ pub struct SyntheticJob {
 
 impl SyntheticJob {
     pub fn new(circuit: SyntheticCircuit, partitions: usize, kind: crate::ProofKind) -> Self {
-        let stem = format!(
-            "synthetic-c{}-i{}-b{}-s{}",
-            circuit.constraints,
-            circuit.public_inputs,
-            (circuit.bit_fraction * 1000.0).round() as u64,
-            circuit.seed
-        );
+        let stem = circuit.stem();
         let params_id = crate::ParamsId {
             kind,
             sector_size: 0,

@@ -100,6 +100,11 @@ const FAILED: usize = 1;
 const CANCELLED: usize = 2;
 
 impl Shared {
+    pub fn all_jobs(&self) -> Vec<Arc<Job>> {
+        let jobs = self.jobs.lock().unwrap_or_else(|e| e.into_inner());
+        jobs.by_id.values().cloned().collect()
+    }
+
     pub fn record(&self, e: TimelineEvent) {
         self.timeline.record(e);
     }
@@ -297,14 +302,7 @@ impl Engine {
             ProofKind::WindowPost,
             ProofKind::WinningPost,
         ];
-        let jobs: Vec<Arc<Job>> = s
-            .jobs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .by_id
-            .values()
-            .cloned()
-            .collect();
+        let jobs = s.all_jobs();
         let queues = kinds
             .iter()
             .map(|&k| {
@@ -355,14 +353,7 @@ impl Engine {
         let s = &self.shared;
         s.synth_queue.close();
         s.prove_queue.close();
-        let jobs: Vec<Arc<Job>> = s
-            .jobs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .by_id
-            .values()
-            .cloned()
-            .collect();
+        let jobs = s.all_jobs();
         for t in self.threads.drain(..) {
             let _ = t.join();
         }

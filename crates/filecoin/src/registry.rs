@@ -15,7 +15,7 @@ pub fn params_id(kind: ProofKind, sector_size: u64) -> Result<ParamsId> {
         ProofKind::WinningPost => post::post_params_id(winning_post_for(sector_size)?),
         ProofKind::WindowPost => post::post_params_id(window_post_for(sector_size)?),
         ProofKind::SnapDeals => {
-            snap::snap_params_id(update_proof_for(seal_proof_for(sector_size)?))
+            snap::snap_params_id(update_proof_for(seal_proof_for(sector_size)?)?)
         }
     }
 }
@@ -36,7 +36,7 @@ pub fn random_keys(
             post::post_random_keys(window_post_for(sector_size)?, rng, progress)
         }
         ProofKind::SnapDeals => snap::snap_random_keys(
-            update_proof_for(seal_proof_for(sector_size)?),
+            update_proof_for(seal_proof_for(sector_size)?)?,
             rng,
             progress,
         ),

@@ -24,6 +24,15 @@ pub fn check_supported(sector_size: u64) -> Result<()> {
     Ok(())
 }
 
+/// The entry of `per_size` (ordered as [`SUPPORTED`]) for `sector_size`.
+pub fn by_size<T: Copy>(sector_size: u64, per_size: [T; 5]) -> Result<T> {
+    check_supported(sector_size)?;
+    Ok(per_size[SUPPORTED
+        .iter()
+        .position(|&s| s == sector_size)
+        .expect("checked above")])
+}
+
 /// Calls `$f::<Tree>(args)` with the tree shape of `$size`, or returns an error.
 macro_rules! with_tree {
     ($size:expr, $f:ident $(, $args:expr)* $(,)?) => {{

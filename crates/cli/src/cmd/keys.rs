@@ -25,14 +25,7 @@ pub fn default_cache_dir() -> PathBuf {
 
 /// Loads the cached key for `circuit`, or generates and caches it.
 pub fn synthetic_key(circuit: &SyntheticCircuit, cache: &Path) -> anyhow::Result<ProvingKey> {
-    let name = format!(
-        "synthetic-c{}-i{}-b{}-s{}.params",
-        circuit.constraints,
-        circuit.public_inputs,
-        (circuit.bit_fraction * 1000.0).round() as u64,
-        circuit.seed
-    );
-    let path = cache.join(name);
+    let path = cache.join(format!("{}.params", circuit.stem()));
     if path.exists() {
         let t = Instant::now();
         match ProvingKey::read_file(&path, ReadOptions::default()) {

@@ -115,7 +115,7 @@ pub fn run(cmd: ProveCommand) -> anyhow::Result<()> {
         ProveCommand::Snap(args) => {
             let size = parse_sector_size(&args.sector_size)?;
             let req = SnapRequest {
-                registered_proof: update_proof_for(seal_proof_for(size)?),
+                registered_proof: update_proof_for(seal_proof_for(size)?)?,
                 vanilla_proofs: vanilla_list(&args.vanilla)?,
                 comm_r_old: unhex32(&args.comm_r_old).context("--comm-r-old")?,
                 comm_r_new: unhex32(&args.comm_r_new).context("--comm-r-new")?,
