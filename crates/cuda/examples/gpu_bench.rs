@@ -150,7 +150,9 @@ fn bench(dev: &CudaDevice, seed: u64, out_dir: &str, what: &str) {
             f.flush().unwrap();
             rows.push((name, m, note));
         };
-    let want = |k: &str| (what == "all" && k != "sweep") || what.split(',').any(|x| x == k);
+    let want = |k: &str| {
+        (what == "all" && k != "sweep" && k != "g1big") || what.split(',').any(|x| x == k)
+    };
     if want("ntt") {
         for l in [20u32, 24, 27] {
             let x = random_scalars(1 << l, seed);
@@ -298,6 +300,37 @@ fn bench(dev: &CudaDevice, seed: u64, out_dir: &str, what: &str) {
             );
         }
         std::env::remove_var("ZKFORGE_MSM_C");
+    }
+    if want("g1big") {
+        // The PoRep 32 GiB partition's size: dense random, and 90% bits like its L/A queries.
+        let l = 27u32;
+        let distinct = random_g1(1 << 20, seed);
+        let bases: Vec<_> = distinct.iter().copied().cycle().take(1 << l).collect();
+        let db = dev.upload_g1(&bases).unwrap();
+        drop(bases);
+        let random = random_scalars(1 << l, seed ^ 0x27);
+        let ds = dev.upload_scalars(&random).unwrap();
+        let v = time_ms(dev, 3, |dv| dv.msm_g1_resident(&db, &ds).unwrap());
+        emit(
+            &mut rows,
+            format!("G1 MSM 2^{l} random (resident)"),
+            v,
+            String::new(),
+        );
+        drop(ds);
+        let mut porep = bit_scalars(1 << l, seed ^ 0x28);
+        for (i, s) in porep.iter_mut().enumerate().step_by(10) {
+            *s = random[i];
+        }
+        drop(random);
+        let ds = dev.upload_scalars(&porep).unwrap();
+        let v = time_ms(dev, 3, |dv| dv.msm_g1_resident(&db, &ds).unwrap());
+        emit(
+            &mut rows,
+            format!("G1 MSM 2^{l} 90% 0/1, 10% random (resident)"),
+            v,
+            String::new(),
+        );
     }
     if want("g2") {
         let distinct = random_g2(1 << 20, seed);
