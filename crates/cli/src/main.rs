@@ -35,6 +35,8 @@ enum Command {
     Params(cmd::params::ParamsCommand),
     /// Seal a small sector offline and write client inputs for tests.
     Fixtures(cmd::fixtures::FixturesArgs),
+    /// Serve the cuzk.v1 ProvingEngine gRPC API (what Curio speaks).
+    Daemon(cmd::daemon::DaemonArgs),
     /// Benchmarks that need no daemon.
     #[command(subcommand)]
     Bench(cmd::bench::BenchCommand),
@@ -53,6 +55,7 @@ fn main() -> std::process::ExitCode {
         Command::Prove(cmd) => cmd::prove::run(cmd),
         Command::Params(cmd) => cmd::params::run(cmd),
         Command::Fixtures(args) => cmd::fixtures::run(args),
+        Command::Daemon(args) => cmd::daemon::run(args),
         Command::Bench(cmd) => cmd::bench::run(cmd),
     };
     match result {

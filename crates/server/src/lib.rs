@@ -1,0 +1,24 @@
+//! The zkforge daemon: the cuzk.v1 `ProvingEngine` gRPC service (what Curio speaks) over the
+//! engine, on TCP or a unix socket, with gRPC health and reflection.
+
+// tonic's `Status` is the error type of every RPC; boxing it would only add noise.
+#![allow(clippy::result_large_err)]
+
+pub mod pb {
+    //! Code generated from `proto/cuzk/v1/proving.proto`.
+    #![allow(clippy::all, missing_docs)]
+    tonic::include_proto!("cuzk.v1");
+
+    pub const FILE_DESCRIPTOR_SET: &[u8] =
+        tonic::include_file_descriptor_set!("cuzk_v1_descriptor");
+}
+
+mod circuit_id;
+mod metrics;
+mod request;
+mod serve;
+mod service;
+
+pub use circuit_id::parse_circuit_id;
+pub use serve::{serve, Listen};
+pub use service::ProvingService;

@@ -1,0 +1,109 @@
+//! Engine status as the GetStatus message and as Prometheus text.
+
+use std::fmt::Write;
+
+use zkforge_engine::EngineStatus;
+
+use crate::pb;
+
+pub fn status_response(s: &EngineStatus) -> pb::GetStatusResponse {
+    let kind = |name: &str| match name {
+        "porep" => pb::ProofKind::PorepSealCommit,
+        "snap" => pb::ProofKind::SnapDealsUpdate,
+        "window-post" => pb::ProofKind::WindowPostPartition,
+        "winning-post" => pb::ProofKind::WinningPost,
+        _ => pb::ProofKind::Unspecified,
+    };
+    pb::GetStatusResponse {
+        gpus: Vec::new(),
+        loaded_srs: s
+            .loaded_srs
+            .iter()
+            .map(|l| pb::SrsStatus {
+                circuit_id: l.circuit_id.clone(),
+                tier: pb::SrsTier::Hot as i32,
+                size_bytes: l.bytes,
+                ref_count: l.ref_count as u32,
+            })
+            .collect(),
+        queues: s
+            .queues
+            .iter()
+            .map(|(k, c)| pb::QueueStatus {
+                proof_kind: kind(k) as i32,
+                pending: c.pending as u32,
+                in_progress: c.in_progress as u32,
+            })
+            .collect(),
+        total_proofs_completed: s.completed,
+        total_proofs_failed: s.failed,
+        uptime_seconds: s.uptime_secs as u64,
+        pinned_memory_bytes: 0,
+        pinned_memory_limit_bytes: 0,
+    }
+}
+
+/// Prometheus text exposition of the engine's counters and gauges.
+pub fn prometheus(s: &EngineStatus) -> String {
+    let mut out = String::new();
+    let mut metric = |name: &str, kind: &str, help: &str, samples: Vec<(String, f64)>| {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+        for (labels, v) in samples {
+            let _ = writeln!(out, "{name}{labels} {v}");
+        }
+    };
+    let jobs = vec![
+        ("{outcome=\"completed\"}".to_string(), s.completed as f64),
+        ("{outcome=\"failed\"}".to_string(), s.failed as f64),
+        ("{outcome=\"cancelled\"}".to_string(), s.cancelled as f64),
+    ];
+    metric(
+        "zkforge_jobs_total",
+        "counter",
+        "Jobs finished, by outcome.",
+        jobs,
+    );
+    let by_kind = |f: fn(&zkforge_engine::KindCounts) -> usize| {
+        s.queues
+            .iter()
+            .map(|(k, c)| (format!("{{kind=\"{k}\"}}"), f(c) as f64))
+            .collect()
+    };
+    metric(
+        "zkforge_partitions_pending",
+        "gauge",
+        "Partitions waiting for synthesis.",
+        by_kind(|c| c.pending),
+    );
+    metric(
+        "zkforge_partitions_in_progress",
+        "gauge",
+        "Partitions being synthesized or proved.",
+        by_kind(|c| c.in_progress),
+    );
+    metric(
+        "zkforge_memory_budget_bytes",
+        "gauge",
+        "Host memory budget.",
+        vec![(String::new(), s.memory_budget_bytes as f64)],
+    );
+    metric(
+        "zkforge_memory_used_bytes",
+        "gauge",
+        "Host memory reserved.",
+        vec![(String::new(), s.memory_used_bytes as f64)],
+    );
+    metric(
+        "zkforge_srs_loaded",
+        "gauge",
+        "Parameter sets resident.",
+        vec![(String::new(), s.loaded_srs.len() as f64)],
+    );
+    metric(
+        "zkforge_uptime_seconds",
+        "gauge",
+        "Seconds since start.",
+        vec![(String::new(), s.uptime_secs)],
+    );
+    out
+}

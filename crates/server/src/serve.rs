@@ -1,0 +1,95 @@
+//! Serving on TCP (`host:port`) or a unix socket (`unix:///path`).
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use tonic::transport::Server;
+use zkforge_engine::Engine;
+
+use crate::pb::proving_engine_server::ProvingEngineServer;
+use crate::pb::FILE_DESCRIPTOR_SET;
+use crate::ProvingService;
+
+/// Largest request accepted: a 32 GiB PoRep C1 output is about 200 MB.
+pub const MAX_MESSAGE_BYTES: usize = 256 << 20;
+
+/// Where the daemon listens.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Listen {
+    Tcp(std::net::SocketAddr),
+    Unix(PathBuf),
+}
+
+impl std::str::FromStr for Listen {
+    type Err = anyhow::Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        match s.strip_prefix("unix://") {
+            Some(path) => Ok(Listen::Unix(PathBuf::from(path))),
+            None => Ok(Listen::Tcp(s.parse().with_context(|| {
+                format!("{s:?} is neither host:port nor unix:///path")
+            })?)),
+        }
+    }
+}
+
+/// Serves the ProvingEngine, health and reflection services until `shutdown` resolves.
+/// `ready` gets the bound TCP address (useful with port 0) before the first request.
+pub async fn serve(
+    engine: Arc<Engine>,
+    listen: Listen,
+    ready: impl FnOnce(Option<std::net::SocketAddr>),
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<()> {
+    let service = ProvingEngineServer::new(ProvingService::new(engine))
+        .max_decoding_message_size(MAX_MESSAGE_BYTES)
+        .max_encoding_message_size(MAX_MESSAGE_BYTES);
+    let (mut health, health_service) = tonic_health::server::health_reporter();
+    health
+        .set_serving::<ProvingEngineServer<ProvingService>>()
+        .await;
+    let reflection = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(FILE_DESCRIPTOR_SET)
+        .build_v1()
+        .context("building the reflection service")?;
+    let router = Server::builder()
+        .add_service(health_service)
+        .add_service(reflection)
+        .add_service(service);
+    match listen {
+        Listen::Tcp(addr) => {
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("binding {addr}"))?;
+            let local = listener.local_addr()?;
+            tracing::info!(%local, "serving cuzk.v1 over TCP");
+            ready(Some(local));
+            let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+            router
+                .serve_with_incoming_shutdown(incoming, shutdown)
+                .await?;
+        }
+        Listen::Unix(path) => {
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent)
+                    .with_context(|| format!("creating {}", parent.display()))?;
+            }
+            if path.exists() {
+                // A socket left by a previous run would make bind fail.
+                std::fs::remove_file(&path)
+                    .with_context(|| format!("removing stale {}", path.display()))?;
+            }
+            let listener = tokio::net::UnixListener::bind(&path)
+                .with_context(|| format!("binding {}", path.display()))?;
+            tracing::info!(path = %path.display(), "serving cuzk.v1 over a unix socket");
+            ready(None);
+            let incoming = tokio_stream::wrappers::UnixListenerStream::new(listener);
+            router
+                .serve_with_incoming_shutdown(incoming, shutdown)
+                .await?;
+        }
+    }
+    Ok(())
+}

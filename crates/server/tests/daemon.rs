@@ -1,0 +1,331 @@
+//! The daemon over real sockets with a tonic client: Prove over TCP and a unix socket verifies
+//! with filecoin-proofs; Submit+Await, timeouts, cancel, unknown ids, status, preload/evict, and
+//! bad requests that leave the daemon serving.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use rand_core::SeedableRng;
+use tokio::sync::oneshot;
+use tonic::transport::{Channel, Endpoint};
+use tonic::Code;
+use zkforge_engine::{Engine, EngineConfig, ParamsDir};
+use zkforge_filecoin::fixtures::{self, Manifest};
+use zkforge_filecoin::{params, registry, ProofKind};
+use zkforge_groth16::CpuBackend;
+use zkforge_server::pb::{self, proving_engine_client::ProvingEngineClient};
+use zkforge_server::{serve, Listen};
+
+/// The shared test-parameter directory (generated on first use, as the other test suites do).
+fn param_dir() -> PathBuf {
+    let cache = std::env::var_os("ZKFORGE_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/zkforge"));
+    let dir = cache.join("params");
+    std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &dir);
+    let id = registry::params_id(ProofKind::PoRep, 2048).unwrap();
+    if !id.params_path(&dir).exists() || !id.vk_path(&dir).exists() {
+        let mut rng = rand_chacha::ChaCha20Rng::from_entropy();
+        let pk = registry::random_keys(ProofKind::PoRep, 2048, &mut rng, &()).unwrap();
+        params::write(&id, &pk, &dir, true).unwrap();
+    }
+    dir
+}
+
+struct Daemon {
+    stop: Option<oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<anyhow::Result<()>>,
+}
+
+impl Daemon {
+    async fn start(listen: Listen) -> (Self, Option<std::net::SocketAddr>) {
+        let engine = Engine::start(
+            EngineConfig {
+                synthesis_workers: 1,
+                ..Default::default()
+            },
+            Arc::new(CpuBackend::new()),
+            Box::new(ParamsDir(param_dir())),
+        )
+        .unwrap();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let (ready_tx, ready_rx) = oneshot::channel();
+        let task = tokio::spawn(serve(
+            Arc::new(engine),
+            listen,
+            move |a| {
+                let _ = ready_tx.send(a);
+            },
+            async {
+                let _ = stopped.await;
+            },
+        ));
+        let addr = ready_rx.await.unwrap();
+        (
+            Self {
+                stop: Some(stop),
+                task,
+            },
+            addr,
+        )
+    }
+
+    async fn stop(mut self) {
+        let _ = self.stop.take().unwrap().send(());
+        self.task.await.unwrap().unwrap();
+    }
+}
+
+fn porep_request(dir: &std::path::Path, m: &Manifest, id: &str) -> pb::SubmitProofRequest {
+    pb::SubmitProofRequest {
+        request_id: id.into(),
+        proof_kind: pb::ProofKind::PorepSealCommit as i32,
+        sector_size: 2048,
+        vanilla_proof: std::fs::read(dir.join(&m.c1_wrapper)).unwrap(),
+        ..Default::default()
+    }
+}
+
+async fn tcp_client(addr: std::net::SocketAddr) -> ProvingEngineClient<Channel> {
+    ProvingEngineClient::connect(format!("http://{addr}"))
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prove_over_tcp_and_the_rpcs_around_it() {
+    // filecoin-proofs reads FIL_PROOFS_PARAMETER_CACHE once, at its first use: set it first.
+    param_dir();
+    let fx = tempfile::tempdir().unwrap();
+    let m = fixtures::make(2048, fx.path(), 31).unwrap();
+    let (daemon, addr) = Daemon::start("127.0.0.1:0".parse().unwrap()).await;
+    let mut c = tcp_client(addr.unwrap()).await;
+
+    // Garbage first: a clear error, and the daemon keeps serving.
+    let mut bad = porep_request(fx.path(), &m, "garbage");
+    bad.vanilla_proof = b"{not json".to_vec();
+    let err = c.submit_proof(bad).await.unwrap_err();
+    assert_eq!(err.code(), Code::InvalidArgument);
+    assert!(
+        err.message().contains("not valid JSON"),
+        "{}",
+        err.message()
+    );
+    let mut wrong_kind = porep_request(fx.path(), &m, "kind");
+    wrong_kind.proof_kind = 9;
+    assert_eq!(
+        c.submit_proof(wrong_kind).await.unwrap_err().code(),
+        Code::InvalidArgument
+    );
+
+    let r = c
+        .prove(pb::ProveRequest {
+            submit: Some(porep_request(fx.path(), &m, "sector-1")),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .result
+        .unwrap();
+    assert_eq!(
+        r.status,
+        pb::ProofStatus::Completed as i32,
+        "{}",
+        r.error_message
+    );
+    assert!(
+        m.verify_porep(&r.proof).unwrap(),
+        "filecoin-proofs accepts the daemon's proof"
+    );
+    assert!(r.total_ms >= r.gpu_compute_ms);
+
+    // Submit + Await, with a timeout first.
+    let job = c
+        .submit_proof(porep_request(fx.path(), &m, "sector-2"))
+        .await
+        .unwrap()
+        .into_inner()
+        .job_id;
+    let again = c
+        .submit_proof(porep_request(fx.path(), &m, "sector-2"))
+        .await
+        .unwrap()
+        .into_inner()
+        .job_id;
+    assert_eq!(job, again, "same request id, same job");
+    let status = c
+        .get_status(pb::GetStatusRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    let porep = status
+        .queues
+        .iter()
+        .find(|q| q.proof_kind == pb::ProofKind::PorepSealCommit as i32)
+        .unwrap();
+    assert_eq!(
+        porep.pending + porep.in_progress,
+        1,
+        "the submitted job shows in the queues"
+    );
+    let early = c
+        .await_proof(pb::AwaitProofRequest {
+            job_id: job.clone(),
+            timeout_ms: 1,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(early.status, pb::ProofStatus::Timeout as i32);
+    let done = c
+        .await_proof(pb::AwaitProofRequest {
+            job_id: job,
+            timeout_ms: 0,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(done.status, pb::ProofStatus::Completed as i32);
+    assert!(m.verify_porep(&done.proof).unwrap());
+
+    // Cancel, unknown ids.
+    let job = c
+        .submit_proof(porep_request(fx.path(), &m, "sector-3"))
+        .await
+        .unwrap()
+        .into_inner()
+        .job_id;
+    c.cancel_proof(pb::CancelProofRequest {
+        job_id: job.clone(),
+    })
+    .await
+    .unwrap();
+    let r = c
+        .await_proof(pb::AwaitProofRequest {
+            job_id: job,
+            timeout_ms: 0,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(r.status, pb::ProofStatus::Cancelled as i32);
+    let e = c
+        .await_proof(pb::AwaitProofRequest {
+            job_id: "424242".into(),
+            timeout_ms: 0,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), Code::NotFound);
+    assert_eq!(
+        c.cancel_proof(pb::CancelProofRequest { job_id: "x".into() })
+            .await
+            .unwrap_err()
+            .code(),
+        Code::NotFound
+    );
+
+    // Parameters: loaded by the jobs, evicted, preloaded again.
+    let status = c
+        .get_status(pb::GetStatusRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(status.total_proofs_completed, 2);
+    assert!(status
+        .loaded_srs
+        .iter()
+        .any(|s| s.circuit_id == "porep-2KiB"));
+    let ev = c
+        .evict_srs(pb::EvictSrsRequest {
+            circuit_id: "porep-2k".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(ev.was_loaded && ev.freed_bytes > 0);
+    let status = c
+        .get_status(pb::GetStatusRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(status.loaded_srs.is_empty());
+    let pre = c
+        .preload_srs(pb::PreloadSrsRequest {
+            circuit_id: "porep-2k".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(!pre.already_loaded);
+    let pre = c
+        .preload_srs(pb::PreloadSrsRequest {
+            circuit_id: "porep-2k".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(pre.already_loaded);
+    let bad = c
+        .preload_srs(pb::PreloadSrsRequest {
+            circuit_id: "porep-3k".into(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(bad.code(), Code::InvalidArgument);
+
+    let metrics = c
+        .get_metrics(pb::GetMetricsRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .prometheus_text;
+    assert!(
+        metrics.contains("zkforge_jobs_total{outcome=\"completed\"} 2"),
+        "{metrics}"
+    );
+    daemon.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prove_over_a_unix_socket() {
+    param_dir();
+    let fx = tempfile::tempdir().unwrap();
+    let m = fixtures::make(2048, fx.path(), 32).unwrap();
+    let sock_dir = tempfile::tempdir().unwrap();
+    let path = sock_dir.path().join("run/zkforge.sock");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, b"stale").unwrap();
+    let (daemon, _) = Daemon::start(Listen::Unix(path.clone())).await;
+    let p = path.clone();
+    let channel = Endpoint::try_from("http://localhost")
+        .unwrap()
+        .connect_with_connector(tower::service_fn(move |_| {
+            let p = p.clone();
+            async move {
+                Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(
+                    tokio::net::UnixStream::connect(p).await?,
+                ))
+            }
+        }))
+        .await
+        .unwrap();
+    let mut c = ProvingEngineClient::new(channel);
+    let r = c
+        .prove(pb::ProveRequest {
+            submit: Some(porep_request(fx.path(), &m, "unix")),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .result
+        .unwrap();
+    assert_eq!(
+        r.status,
+        pb::ProofStatus::Completed as i32,
+        "{}",
+        r.error_message
+    );
+    assert!(m.verify_porep(&r.proof).unwrap());
+    daemon.stop().await;
+}
