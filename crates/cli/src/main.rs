@@ -37,6 +37,9 @@ enum Command {
     Fixtures(cmd::fixtures::FixturesArgs),
     /// Serve the cuzk.v1 ProvingEngine gRPC API (what Curio speaks).
     Daemon(cmd::daemon::DaemonArgs),
+    /// The daemon's configuration.
+    #[command(subcommand)]
+    Config(cmd::config::ConfigCommand),
     /// Benchmarks that need no daemon.
     #[command(subcommand)]
     Bench(cmd::bench::BenchCommand),
@@ -56,6 +59,7 @@ fn main() -> std::process::ExitCode {
         Command::Params(cmd) => cmd::params::run(cmd),
         Command::Fixtures(args) => cmd::fixtures::run(args),
         Command::Daemon(args) => cmd::daemon::run(args),
+        Command::Config(cmd) => cmd::config::run(cmd),
         Command::Bench(cmd) => cmd::bench::run(cmd),
     };
     match result {

@@ -14,11 +14,13 @@ pub mod pb {
 }
 
 mod circuit_id;
+mod http;
 mod metrics;
 mod request;
 mod serve;
 mod service;
 
 pub use circuit_id::parse_circuit_id;
+pub use http::serve_http;
 pub use serve::{serve, Listen};
 pub use service::ProvingService;

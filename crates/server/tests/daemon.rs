@@ -329,3 +329,56 @@ async fn prove_over_a_unix_socket() {
     assert!(m.verify_porep(&r.proof).unwrap());
     daemon.stop().await;
 }
+
+/// A raw HTTP/1.1 GET on loopback: the body of the response.
+async fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.unwrap();
+    assert!(out.starts_with("HTTP/1.1 200"), "{out}");
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_status_and_metrics() {
+    let engine = Arc::new(
+        Engine::start(
+            EngineConfig {
+                memory_budget: "1GiB".into(),
+                ..Default::default()
+            },
+            Arc::new(CpuBackend::new()),
+            Box::new(ParamsDir(tempfile::tempdir().unwrap().keep())),
+        )
+        .unwrap(),
+    );
+    let (stop, stopped) = oneshot::channel::<()>();
+    let (ready_tx, ready_rx) = oneshot::channel();
+    let task = tokio::spawn(zkforge_server::serve_http(
+        engine,
+        "127.0.0.1:0".parse().unwrap(),
+        move |a| {
+            let _ = ready_tx.send(a);
+        },
+        async {
+            let _ = stopped.await;
+        },
+    ));
+    let addr = ready_rx.await.unwrap();
+    let metrics = http_get(addr, "/metrics").await;
+    assert!(
+        metrics.contains("zkforge_memory_budget_bytes 1073741824"),
+        "{metrics}"
+    );
+    let status = http_get(addr, "/status").await;
+    let body = &status[status.find("\r\n\r\n").unwrap() + 4..];
+    let json: serde_json::Value = serde_json::from_str(body.trim()).unwrap();
+    assert_eq!(json["memory_budget_bytes"], 1073741824u64);
+    assert_eq!(json["backend"], "cpu");
+    let _ = stop.send(());
+    task.await.unwrap().unwrap();
+}

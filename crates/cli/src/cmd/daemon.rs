@@ -5,44 +5,86 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use zkforge_engine::{Engine, EngineConfig, ParamsDir};
+use clap::ValueEnum;
+use zkforge_engine::{Engine, ParamsDir};
 use zkforge_filecoin::params;
-use zkforge_server::{serve, Listen};
+use zkforge_server::{serve, serve_http, Listen};
 
 use super::backend::{self, BackendArg};
+use super::config::Config;
 
 #[derive(Args)]
 pub struct DaemonArgs {
-    /// `host:port` or `unix:///path/to.sock`.
-    #[arg(long, default_value = "127.0.0.1:9820")]
-    listen: String,
-    /// Parameter directory [default: $FIL_PROOFS_PARAMETER_CACHE or /var/tmp/filecoin-proof-parameters].
+    /// TOML configuration (see zkforge.example.toml); flags below override it.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// `host:port` or `unix:///path/to.sock` [config: daemon.listen].
+    #[arg(long)]
+    listen: Option<String>,
+    /// HTTP `host:port` for /status and /metrics [config: daemon.http_listen].
+    #[arg(long)]
+    http_listen: Option<String>,
+    /// Parameter directory [config: daemon.params].
     #[arg(long)]
     params: Option<PathBuf>,
-    /// Prover backend.
-    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
-    backend: BackendArg,
-    /// CPU workers synthesizing partitions.
-    #[arg(long, default_value_t = EngineConfig::default().synthesis_workers)]
-    synthesis_workers: usize,
-    /// Host memory budget: "auto" or a size such as 64GiB.
-    #[arg(long, default_value = "auto")]
-    memory_budget: String,
+    /// Prover backend [config: daemon.backend].
+    #[arg(long, value_enum)]
+    backend: Option<BackendArg>,
 }
 
 pub fn run(args: DaemonArgs) -> Result<()> {
-    let listen: Listen = args.listen.parse()?;
-    let config = EngineConfig {
-        synthesis_workers: args.synthesis_workers,
-        memory_budget: args.memory_budget,
-        ..Default::default()
+    let mut config = Config::load(args.config.as_deref())?;
+    let d = &mut config.daemon;
+    if let Some(v) = args.listen {
+        d.listen = v;
+    }
+    if let Some(v) = args.http_listen {
+        d.http_listen = v;
+    }
+    if let Some(v) = args.params {
+        d.params = v.display().to_string();
+    }
+    let backend_arg = match args.backend {
+        Some(b) => b,
+        None => BackendArg::from_str(&d.backend, true)
+            .map_err(|e| anyhow::anyhow!("daemon.backend = {:?}: {e}", d.backend))?,
     };
-    let dir = params::parameter_dir(args.params.as_deref());
+    for line in config.to_toml().lines().filter(|l| !l.is_empty()) {
+        tracing::info!("config: {line}");
+    }
+    let listen: Listen = config.daemon.listen.parse()?;
+    let http: Option<std::net::SocketAddr> = match config.daemon.http_listen.as_str() {
+        "" => None,
+        s => Some(
+            s.parse()
+                .with_context(|| format!("daemon.http_listen {s:?} is not host:port"))?,
+        ),
+    };
+    let explicit = (!config.daemon.params.is_empty()).then(|| PathBuf::from(&config.daemon.params));
+    let dir = params::parameter_dir(explicit.as_deref());
     tracing::info!(params = %dir.display(), "parameter directory");
-    let backend = backend::select(args.backend, config.prover_threads)?;
-    let engine = Arc::new(Engine::start(config, backend, Box::new(ParamsDir(dir)))?);
+    let backend = backend::select(backend_arg, config.engine.prover_threads)?;
+    let engine = Arc::new(Engine::start(
+        config.engine,
+        backend,
+        Box::new(ParamsDir(dir)),
+    )?);
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
-    runtime.block_on(serve(engine, listen, |_| {}, shutdown_signal()))?;
+    runtime.block_on(async {
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let http_task = http.map(|addr| {
+            let mut rx = stop_rx.clone();
+            tokio::spawn(serve_http(engine.clone(), addr, |_| {}, async move {
+                let _ = rx.changed().await;
+            }))
+        });
+        let result = serve(engine, listen, |_| {}, shutdown_signal()).await;
+        let _ = stop_tx.send(true);
+        if let Some(t) = http_task {
+            t.await.context("the HTTP task")??;
+        }
+        result
+    })?;
     tracing::info!("daemon stopped; unfinished jobs were failed with a shutdown message");
     Ok(())
 }

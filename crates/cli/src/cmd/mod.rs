@@ -3,6 +3,7 @@
 pub mod backend;
 pub mod bench;
 mod bench_engine;
+pub mod config;
 pub mod daemon;
 pub mod demo;
 pub mod fixtures;

@@ -1,0 +1,98 @@
+//! The daemon's TOML configuration and `zkforge config print`.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use clap::{Args, Subcommand};
+use serde::{Deserialize, Serialize};
+use zkforge_engine::EngineConfig;
+
+/// The `[daemon]` table.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DaemonSection {
+    pub listen: String,
+    pub http_listen: String,
+    pub params: String,
+    pub backend: String,
+}
+
+impl Default for DaemonSection {
+    fn default() -> Self {
+        Self {
+            listen: "127.0.0.1:9820".into(),
+            http_listen: String::new(),
+            params: String::new(),
+            backend: "auto".into(),
+        }
+    }
+}
+
+/// A whole configuration file.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    pub daemon: DaemonSection,
+    pub engine: EngineConfig,
+}
+
+impl Config {
+    /// Reads `path`, or the defaults when there is none.
+    pub fn load(path: Option<&Path>) -> Result<Self> {
+        let Some(path) = path else {
+            return Ok(Self::default());
+        };
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        toml::from_str(&text).with_context(|| format!("{}", path.display()))
+    }
+
+    pub fn to_toml(&self) -> String {
+        toml::to_string(self).expect("the configuration serializes")
+    }
+}
+
+#[derive(Subcommand)]
+pub enum ConfigCommand {
+    /// Print the effective configuration (defaults, then the file).
+    Print(PrintArgs),
+}
+
+#[derive(Args)]
+pub struct PrintArgs {
+    #[arg(long)]
+    config: Option<PathBuf>,
+}
+
+pub fn run(cmd: ConfigCommand) -> Result<()> {
+    let ConfigCommand::Print(args) = cmd;
+    let config = Config::load(args.config.as_deref())?;
+    config.engine.validate()?;
+    print!("{}", config.to_toml());
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_example_file_states_the_defaults() {
+        let text = include_str!("../../../../zkforge.example.toml");
+        let parsed: Config = toml::from_str(text).unwrap();
+        assert_eq!(
+            parsed,
+            Config::default(),
+            "zkforge.example.toml drifted from the defaults"
+        );
+        assert_eq!(toml::from_str::<Config>(&parsed.to_toml()).unwrap(), parsed);
+    }
+
+    #[test]
+    fn unknown_keys_are_named() {
+        let err = toml::from_str::<Config>("[engine]\nsynthesis_wrokers = 3\n").unwrap_err();
+        assert!(err.to_string().contains("synthesis_wrokers"), "{err}");
+        let err = toml::from_str::<Config>("[demon]\n").unwrap_err();
+        assert!(err.to_string().contains("demon"), "{err}");
+    }
+}
