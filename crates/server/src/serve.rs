@@ -15,6 +15,23 @@ use crate::ProvingService;
 /// Largest request accepted: a 32 GiB PoRep C1 output is about 200 MB.
 pub const MAX_MESSAGE_BYTES: usize = 256 << 20;
 
+/// tonic answers a request over the size limit with OUT_OF_RANGE before our code sees it;
+/// gRPC's code for "message larger than the server accepts" is RESOURCE_EXHAUSTED.
+fn oversize_is_resource_exhausted<B>(mut res: http::Response<B>) -> http::Response<B> {
+    let h = res.headers_mut();
+    let too_large = h.get("grpc-status").is_some_and(|v| v == "11")
+        && h.get("grpc-message")
+            .and_then(|m| m.to_str().ok())
+            .is_some_and(|m| {
+                m.contains("message%20length%20too%20large")
+                    || m.contains("message length too large")
+            });
+    if too_large {
+        h.insert("grpc-status", http::HeaderValue::from_static("8"));
+    }
+    res
+}
+
 /// Where the daemon listens.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Listen {
@@ -55,6 +72,7 @@ pub async fn serve(
         .build_v1()
         .context("building the reflection service")?;
     let router = Server::builder()
+        .layer(tower::util::MapResponseLayer::new(oversize_is_resource_exhausted))
         .add_service(health_service)
         .add_service(reflection)
         .add_service(service);

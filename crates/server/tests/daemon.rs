@@ -111,6 +111,10 @@ async fn prove_over_tcp_and_the_rpcs_around_it() {
         "{}",
         err.message()
     );
+    let mut huge = porep_request(fx.path(), &m, "huge");
+    huge.vanilla_proof = vec![b' '; 257 << 20];
+    let err = c.submit_proof(huge).await.unwrap_err();
+    assert_eq!(err.code(), Code::ResourceExhausted, "{}", err.message());
     let mut wrong_kind = porep_request(fx.path(), &m, "kind");
     wrong_kind.proof_kind = 9;
     assert_eq!(
