@@ -72,7 +72,9 @@ pub async fn serve(
         .build_v1()
         .context("building the reflection service")?;
     let router = Server::builder()
-        .layer(tower::util::MapResponseLayer::new(oversize_is_resource_exhausted))
+        .layer(tower::util::MapResponseLayer::new(
+            oversize_is_resource_exhausted,
+        ))
         .add_service(health_service)
         .add_service(reflection)
         .add_service(service);
