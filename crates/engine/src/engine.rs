@@ -16,6 +16,7 @@ use crate::config::EngineConfig;
 use crate::job::{Job, JobId, JobOutcome, JobResult, Priority};
 use crate::queue::{UnitKey, UnitQueue};
 use crate::srs_store::{LoadedSrs, SrsStore};
+use crate::stats::{Histogram, Stage, Stats};
 use crate::timeline::{StageEvent, Timeline, TimelineEvent};
 use crate::workers::{self, ProveUnit, SynthUnit};
 
@@ -60,8 +61,32 @@ pub struct KindCounts {
     pub in_progress: usize,
 }
 
+/// One unfinished partition.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct PartitionStatus {
+    pub job: JobId,
+    pub kind: String,
+    pub partition: usize,
+    pub stage: Stage,
+}
+
+/// What a worker is doing.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct WorkerStatus {
+    pub name: String,
+    pub job: Option<JobId>,
+    pub partition: Option<usize>,
+}
+
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct EngineStatus {
+    pub partitions: Vec<PartitionStatus>,
+    pub workers: Vec<WorkerStatus>,
+    /// (kind, outcome, jobs).
+    pub outcomes: Vec<(String, String, u64)>,
+    pub synthesis_ms: Histogram,
+    pub prove_ms: Histogram,
+    pub device_busy_ms: f64,
     pub uptime_secs: f64,
     pub queues: Vec<(String, KindCounts)>,
     pub loaded_srs: Vec<LoadedSrs>,
@@ -86,6 +111,7 @@ pub(crate) struct Shared {
     pub synth_pool: rayon::ThreadPool,
     pub counters: [AtomicU64; 3],
     pub jobs: Mutex<Jobs>,
+    pub stats: Mutex<Stats>,
 }
 
 #[derive(Default)]
@@ -100,6 +126,14 @@ const FAILED: usize = 1;
 const CANCELLED: usize = 2;
 
 impl Shared {
+    pub fn stats(&self) -> std::sync::MutexGuard<'_, Stats> {
+        self.stats.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn set_worker(&self, name: &str, unit: Option<(JobId, usize)>) {
+        self.stats().workers.insert(name.to_string(), unit);
+    }
+
     pub fn all_jobs(&self) -> Vec<Arc<Job>> {
         let jobs = self.jobs.lock().unwrap_or_else(|e| e.into_inner());
         jobs.by_id.values().cloned().collect()
@@ -111,10 +145,10 @@ impl Shared {
 
     /// Ends a job and counts it; drops its queued units.
     pub fn end_job(&self, job: &Job, outcome: JobOutcome) {
-        let (counter, event) = match &outcome {
-            JobOutcome::Completed(_) => (COMPLETED, StageEvent::JobDone),
-            JobOutcome::Failed(_) => (FAILED, StageEvent::JobFailed),
-            JobOutcome::Cancelled => (CANCELLED, StageEvent::JobCancelled),
+        let (counter, event, label) = match &outcome {
+            JobOutcome::Completed(_) => (COMPLETED, StageEvent::JobDone, "completed"),
+            JobOutcome::Failed(_) => (FAILED, StageEvent::JobFailed, "failed"),
+            JobOutcome::Cancelled => (CANCELLED, StageEvent::JobCancelled, "cancelled"),
         };
         let failure = match &outcome {
             JobOutcome::Failed(msg) => Some(msg.clone()),
@@ -125,6 +159,11 @@ impl Shared {
                 tracing::warn!(job = job.id, "job failed: {msg}");
             }
             self.counters[counter].fetch_add(1, Ordering::Relaxed);
+            *self
+                .stats()
+                .outcomes
+                .entry((job.kind().to_string(), label))
+                .or_default() += 1;
             self.record(TimelineEvent::new(event, job.id).duration(total_ms));
         });
         if ended {
@@ -170,6 +209,7 @@ impl Engine {
             synth_pool,
             counters: Default::default(),
             jobs: Mutex::default(),
+            stats: Mutex::default(),
             config,
         });
         let mut threads = Vec::new();
@@ -282,6 +322,16 @@ impl Engine {
         Ok(was_running)
     }
 
+    /// Cancels every unfinished job (a shutdown past its deadline); returns how many.
+    pub fn cancel_all(&self) -> usize {
+        let s = &self.shared;
+        let open: Vec<Arc<Job>> = s.all_jobs().into_iter().filter(|j| !j.stopped()).collect();
+        for j in &open {
+            s.end_job(j, JobOutcome::Cancelled);
+        }
+        open.len()
+    }
+
     /// Loads a parameter set ahead of its jobs. Returns (already loaded, milliseconds taken).
     pub fn preload(&self, id: &ParamsId) -> Result<(bool, f64)> {
         let t = Instant::now();
@@ -322,7 +372,49 @@ impl Engine {
                 )
             })
             .collect();
+        let mut partitions = Vec::new();
+        for j in jobs.iter().filter(|j| !j.stopped()) {
+            let p = j.lock();
+            for (k, stage) in p
+                .stages
+                .iter()
+                .enumerate()
+                .filter(|(_, st)| **st != Stage::Done)
+            {
+                partitions.push(PartitionStatus {
+                    job: j.id,
+                    kind: j.kind().to_string(),
+                    partition: k,
+                    stage: *stage,
+                });
+            }
+        }
+        partitions.sort_by_key(|p| (p.job, p.partition));
+        let st = s.stats();
+        let workers = st
+            .workers
+            .iter()
+            .map(|(name, unit)| WorkerStatus {
+                name: name.clone(),
+                job: unit.map(|u| u.0),
+                partition: unit.map(|u| u.1),
+            })
+            .collect();
+        let outcomes = st
+            .outcomes
+            .iter()
+            .map(|((k, o), n)| (k.clone(), o.to_string(), *n))
+            .collect();
+        let (synthesis_ms, prove_ms, device_busy_ms) =
+            (st.synthesis.clone(), st.prove.clone(), st.device_busy_ms);
+        drop(st);
         EngineStatus {
+            partitions,
+            workers,
+            outcomes,
+            synthesis_ms,
+            prove_ms,
+            device_busy_ms,
             uptime_secs: s.timeline.uptime().as_secs_f64(),
             queues,
             loaded_srs: s.srs.list(),

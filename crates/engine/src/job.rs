@@ -76,6 +76,7 @@ pub struct JobResult {
 #[derive(Debug)]
 pub(crate) struct Progress {
     pub proofs: Vec<Option<Proof>>,
+    pub stages: Vec<crate::stats::Stage>,
     pub remaining: usize,
     pub outcome: Option<JobOutcome>,
     pub first_synth: Option<Instant>,
@@ -108,6 +109,7 @@ impl Job {
             stop: AtomicBool::new(false),
             progress: Mutex::new(Progress {
                 proofs: vec![None; n],
+                stages: vec![crate::stats::Stage::Queued; n],
                 remaining: n,
                 outcome: None,
                 first_synth: None,

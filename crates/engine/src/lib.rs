@@ -9,6 +9,7 @@ mod engine;
 mod job;
 mod queue;
 mod srs_store;
+mod stats;
 mod timeline;
 mod workers;
 
@@ -17,4 +18,5 @@ pub use config::{BudgetSetting, EngineConfig};
 pub use engine::{Engine, EngineStatus, JobRequest, KindCounts, ParamsDir, ParamsSource};
 pub use job::{JobId, JobOutcome, JobResult, JobTimings, Priority};
 pub use srs_store::LoadedSrs;
+pub use stats::{Histogram, Stage};
 pub use timeline::{StageEvent, TimelineEvent};

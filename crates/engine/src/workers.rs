@@ -12,6 +12,7 @@ use crate::engine::Shared;
 use crate::job::{ms, Job, JobOutcome};
 use crate::queue::UnitKey;
 use crate::srs_store::Resident;
+use crate::stats::Stage;
 use crate::timeline::{StageEvent, TimelineEvent};
 
 /// A partition waiting for synthesis.
@@ -74,11 +75,13 @@ fn synthesize_unit(s: &Shared, name: &str, unit: SynthUnit) {
     {
         let mut p = job.lock();
         p.running += 1;
+        p.stages[k] = Stage::Synthesizing;
         if p.first_synth.is_none() {
             p.first_synth = Some(start);
             p.timings.queue_wait_ms = ms(start - job.submitted);
         }
     }
+    s.set_worker(name, Some((job.id, k)));
     s.record(
         TimelineEvent::new(StageEvent::SynthStart, job.id)
             .partition(k)
@@ -95,7 +98,10 @@ fn synthesize_unit(s: &Shared, name: &str, unit: SynthUnit) {
         let end = Instant::now();
         p.last_synth_end = Some(end);
         p.timings.synthesis_wall_ms = ms(end - p.first_synth.unwrap_or(start));
+        p.stages[k] = Stage::AwaitingProver;
     }
+    s.set_worker(name, None);
+    s.stats().synthesis.observe(ms(took));
     s.record(
         TimelineEvent::new(StageEvent::SynthEnd, job.id)
             .partition(k)
@@ -178,7 +184,12 @@ fn prove_unit(
 ) {
     let (job, k) = (unit.job.clone(), unit.partition);
     let witness = std::mem::take(&mut unit.witness);
-    job.lock().running += 1;
+    {
+        let mut p = job.lock();
+        p.running += 1;
+        p.stages[k] = Stage::Proving;
+    }
+    s.set_worker(name, Some((job.id, k)));
 
     let waited = Instant::now();
     let guard = s.device_lock.lock().unwrap_or_else(|e| e.into_inner());
@@ -208,6 +219,13 @@ fn prove_unit(
         let mut p = job.lock();
         p.running -= 1;
         p.timings.prove_ms += took;
+        p.stages[k] = Stage::Done;
+    }
+    s.set_worker(name, None);
+    {
+        let mut st = s.stats();
+        st.prove.observe(took);
+        st.device_busy_ms += took;
     }
 
     let proof = match result {

@@ -10,7 +10,8 @@ use anyhow::Result;
 use rand_core::SeedableRng;
 use zkforge_circuits::{ParamsId, PartitionedCircuit, ProofKind, SyntheticCircuit, SyntheticJob};
 use zkforge_engine::{
-    Engine, EngineConfig, JobOutcome, JobRequest, ParamsSource, Priority, StageEvent, TimelineEvent,
+    Engine, EngineConfig, JobOutcome, JobRequest, ParamsSource, Priority, Stage, StageEvent,
+    TimelineEvent,
 };
 use zkforge_groth16::generator::generate_random_keys;
 use zkforge_groth16::{CpuBackend, ProverBackend, ProvingKey, QuerySums, Witness};
@@ -310,4 +311,30 @@ fn invalid_config_and_missing_parameters_are_clear_errors() {
         JobOutcome::Failed(msg) => assert!(msg.contains("no keys for synthetic"), "{msg}"),
         other => panic!("{other:?}"),
     }
+}
+
+#[test]
+fn status_shows_partition_stages_and_workers_and_cancel_all_stops_everything() {
+    let (e, _) = engine(config(1), 0);
+    let id = submit(&e, job(3, 300), None);
+    std::thread::sleep(Duration::from_millis(100));
+    let s = e.status();
+    let stages: Vec<_> = s
+        .partitions
+        .iter()
+        .filter(|p| p.job == id)
+        .map(|p| p.stage)
+        .collect();
+    assert_eq!(stages, [Stage::Synthesizing, Stage::Queued, Stage::Queued]);
+    assert!(s
+        .workers
+        .iter()
+        .any(|w| w.name == "synth-0" && w.job == Some(id) && w.partition == Some(0)));
+    assert_eq!(e.cancel_all(), 1);
+    assert_eq!(
+        e.wait(id, None).unwrap().unwrap().outcome,
+        JobOutcome::Cancelled
+    );
+    assert_eq!(e.cancel_all(), 0);
+    assert!(e.status().partitions.is_empty());
 }

@@ -383,6 +383,10 @@ async fn http_status_and_metrics() {
     let json: serde_json::Value = serde_json::from_str(body.trim()).unwrap();
     assert_eq!(json["memory_budget_bytes"], 1073741824u64);
     assert_eq!(json["backend"], "cpu");
+    assert!(
+        json["workers"].is_array() && json["partitions"].is_array(),
+        "{json}"
+    );
     let _ = stop.send(());
     task.await.unwrap().unwrap();
 }

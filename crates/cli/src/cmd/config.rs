@@ -15,6 +15,7 @@ pub struct DaemonSection {
     pub http_listen: String,
     pub params: String,
     pub backend: String,
+    pub shutdown_deadline_secs: u64,
 }
 
 impl Default for DaemonSection {
@@ -24,6 +25,7 @@ impl Default for DaemonSection {
             http_listen: String::new(),
             params: String::new(),
             backend: "auto".into(),
+            shutdown_deadline_secs: 30,
         }
     }
 }

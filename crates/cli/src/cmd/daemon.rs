@@ -78,7 +78,22 @@ pub fn run(args: DaemonArgs) -> Result<()> {
                 let _ = rx.changed().await;
             }))
         });
-        let result = serve(engine, listen, |_| {}, shutdown_signal()).await;
+        let deadline = std::time::Duration::from_secs(config.daemon.shutdown_deadline_secs);
+        let on_stop = engine.clone();
+        let shutdown = async move {
+            shutdown_signal().await;
+            tokio::spawn(async move {
+                tokio::time::sleep(deadline).await;
+                let cancelled = tokio::task::spawn_blocking(move || on_stop.cancel_all())
+                    .await
+                    .unwrap_or(0);
+                tracing::warn!(
+                    cancelled,
+                    "shutdown deadline passed: cancelled the jobs still running"
+                );
+            });
+        };
+        let result = serve(engine, listen, |_| {}, shutdown).await;
         let _ = stop_tx.send(true);
         if let Some(t) = http_task {
             t.await.context("the HTTP task")??;
