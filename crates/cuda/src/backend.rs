@@ -176,6 +176,15 @@ impl ProverBackend for CudaBackend {
         "cuda"
     }
 
+    fn devices(&self) -> Vec<zkforge_groth16::DeviceInfo> {
+        vec![zkforge_groth16::DeviceInfo {
+            ordinal: 0,
+            name: self.device.name(),
+            memory_total_bytes: self.device.vram_total() as u64,
+            memory_free_bytes: self.device.vram_free().unwrap_or(0) as u64,
+        }]
+    }
+
     fn query_sums(&self, pk: &ProvingKey, witness: Witness) -> zkforge_groth16::Result<QuerySums> {
         self.sums(pk, witness).map_err(backend_err)
     }

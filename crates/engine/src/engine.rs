@@ -96,6 +96,18 @@ pub struct EngineStatus {
     pub memory_budget_bytes: u64,
     pub memory_used_bytes: u64,
     pub backend: String,
+    pub devices: Vec<DeviceStatus>,
+}
+
+/// A prover device and the unit its first worker is on.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct DeviceStatus {
+    pub ordinal: u32,
+    pub name: String,
+    pub memory_total_bytes: u64,
+    pub memory_free_bytes: u64,
+    pub current_job: Option<JobId>,
+    pub current_kind: Option<String>,
 }
 
 /// State the workers share.
@@ -424,7 +436,34 @@ impl Engine {
             memory_budget_bytes: s.budget.total(),
             memory_used_bytes: s.budget.used(),
             backend: s.backend.name().to_string(),
+            devices: self.devices(&jobs),
         }
+    }
+
+    fn devices(&self, jobs: &[Arc<Job>]) -> Vec<DeviceStatus> {
+        let st = self.shared.stats();
+        self.shared
+            .backend
+            .devices()
+            .into_iter()
+            .map(|d| {
+                let prefix = format!("prover-{}-", d.ordinal);
+                let current = st.workers.iter().find_map(|(name, unit)| {
+                    unit.filter(|_| name.starts_with(&prefix)).map(|u| u.0)
+                });
+                let kind = current
+                    .and_then(|id| jobs.iter().find(|j| j.id == id))
+                    .map(|j| j.kind().to_string());
+                DeviceStatus {
+                    ordinal: d.ordinal,
+                    name: d.name,
+                    memory_total_bytes: d.memory_total_bytes,
+                    memory_free_bytes: d.memory_free_bytes,
+                    current_job: current,
+                    current_kind: kind,
+                }
+            })
+            .collect()
     }
 
     /// Every TIMELINE event so far (the most recent 200,000).

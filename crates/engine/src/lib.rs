@@ -15,7 +15,9 @@ mod workers;
 
 pub use budget::{MemoryBudget, Reservation};
 pub use config::{BudgetSetting, EngineConfig};
-pub use engine::{Engine, EngineStatus, JobRequest, KindCounts, ParamsDir, ParamsSource};
+pub use engine::{
+    DeviceStatus, Engine, EngineStatus, JobRequest, KindCounts, ParamsDir, ParamsSource,
+};
 pub use job::{JobId, JobOutcome, JobResult, JobTimings, Priority};
 pub use srs_store::LoadedSrs;
 pub use stats::{Histogram, Stage};

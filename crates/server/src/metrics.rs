@@ -15,7 +15,22 @@ pub fn status_response(s: &EngineStatus) -> pb::GetStatusResponse {
         _ => pb::ProofKind::Unspecified,
     };
     pb::GetStatusResponse {
-        gpus: Vec::new(),
+        gpus: s
+            .devices
+            .iter()
+            .map(|d| pb::GpuStatus {
+                ordinal: d.ordinal,
+                name: d.name.clone(),
+                vram_total_bytes: d.memory_total_bytes,
+                vram_free_bytes: d.memory_free_bytes,
+                current_job_id: d.current_job.map(|j| j.to_string()).unwrap_or_default(),
+                current_proof_kind: d
+                    .current_kind
+                    .as_deref()
+                    .map_or(pb::ProofKind::Unspecified, kind)
+                    as i32,
+            })
+            .collect(),
         loaded_srs: s
             .loaded_srs
             .iter()

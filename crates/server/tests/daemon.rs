@@ -100,6 +100,24 @@ async fn prove_over_tcp_and_the_rpcs_around_it() {
     let m = fixtures::make(2048, fx.path(), 31).unwrap();
     let (daemon, addr) = Daemon::start("127.0.0.1:0".parse().unwrap()).await;
     let mut c = tcp_client(addr.unwrap()).await;
+    let channel = Endpoint::try_from(format!("http://{}", addr.unwrap()))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let mut health = tonic_health::pb::health_client::HealthClient::new(channel);
+    let serving = health
+        .check(tonic_health::pb::HealthCheckRequest {
+            service: "cuzk.v1.ProvingEngine".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .status;
+    assert_eq!(
+        serving,
+        tonic_health::pb::health_check_response::ServingStatus::Serving as i32
+    );
 
     // Garbage first: a clear error, and the daemon keeps serving.
     let mut bad = porep_request(fx.path(), &m, "garbage");

@@ -39,9 +39,23 @@ pub struct QuerySums {
     pub b_g2: G2Projective,
 }
 
-/// Where the heavy work of a proof runs (CPU, or a GPU later).
+/// An accelerator a backend proves on, as status reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceInfo {
+    pub ordinal: u32,
+    pub name: String,
+    pub memory_total_bytes: u64,
+    pub memory_free_bytes: u64,
+}
+
+/// Where the heavy work of a proof runs (CPU or GPU).
 pub trait ProverBackend: Send + Sync {
     fn name(&self) -> &'static str;
+
+    /// The accelerators this backend uses (none for the CPU).
+    fn devices(&self) -> Vec<DeviceInfo> {
+        Vec::new()
+    }
 
     /// Computes the query sums; the key has already been checked to fit the witness.
     fn query_sums(&self, pk: &ProvingKey, witness: Witness) -> Result<QuerySums>;
