@@ -68,6 +68,8 @@ pub struct PartitionStatus {
     pub kind: String,
     pub partition: usize,
     pub stage: Stage,
+    /// Milliseconds spent in the current stage so far.
+    pub in_stage_ms: f64,
 }
 
 /// What a worker is doing.
@@ -398,6 +400,7 @@ impl Engine {
                     kind: j.kind().to_string(),
                     partition: k,
                     stage: *stage,
+                    in_stage_ms: p.stage_since[k].elapsed().as_secs_f64() * 1e3,
                 });
             }
         }

@@ -77,6 +77,8 @@ pub struct JobResult {
 pub(crate) struct Progress {
     pub proofs: Vec<Option<Proof>>,
     pub stages: Vec<crate::stats::Stage>,
+    /// When each partition entered its current stage.
+    pub stage_since: Vec<Instant>,
     pub remaining: usize,
     pub outcome: Option<JobOutcome>,
     pub first_synth: Option<Instant>,
@@ -98,6 +100,13 @@ pub(crate) struct Job {
     pub changed: Condvar,
 }
 
+impl Progress {
+    pub fn set_stage(&mut self, k: usize, stage: crate::stats::Stage) {
+        self.stages[k] = stage;
+        self.stage_since[k] = Instant::now();
+    }
+}
+
 impl Job {
     pub fn new(id: JobId, priority: Priority, circuits: Arc<dyn PartitionedCircuit>) -> Self {
         let n = circuits.partitions();
@@ -110,6 +119,7 @@ impl Job {
             progress: Mutex::new(Progress {
                 proofs: vec![None; n],
                 stages: vec![crate::stats::Stage::Queued; n],
+                stage_since: vec![Instant::now(); n],
                 remaining: n,
                 outcome: None,
                 first_synth: None,

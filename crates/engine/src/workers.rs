@@ -75,7 +75,7 @@ fn synthesize_unit(s: &Shared, name: &str, unit: SynthUnit) {
     {
         let mut p = job.lock();
         p.running += 1;
-        p.stages[k] = Stage::Synthesizing;
+        p.set_stage(k, Stage::Synthesizing);
         if p.first_synth.is_none() {
             p.first_synth = Some(start);
             p.timings.queue_wait_ms = ms(start - job.submitted);
@@ -98,7 +98,7 @@ fn synthesize_unit(s: &Shared, name: &str, unit: SynthUnit) {
         let end = Instant::now();
         p.last_synth_end = Some(end);
         p.timings.synthesis_wall_ms = ms(end - p.first_synth.unwrap_or(start));
-        p.stages[k] = Stage::AwaitingProver;
+        p.set_stage(k, Stage::AwaitingProver);
     }
     s.set_worker(name, None);
     s.stats().synthesis.observe(ms(took));
@@ -187,7 +187,7 @@ fn prove_unit(
     {
         let mut p = job.lock();
         p.running += 1;
-        p.stages[k] = Stage::Proving;
+        p.set_stage(k, Stage::Proving);
     }
     s.set_worker(name, Some((job.id, k)));
 
@@ -219,7 +219,7 @@ fn prove_unit(
         let mut p = job.lock();
         p.running -= 1;
         p.timings.prove_ms += took;
-        p.stages[k] = Stage::Done;
+        p.set_stage(k, Stage::Done);
     }
     s.set_worker(name, None);
     {

@@ -326,6 +326,15 @@ fn status_shows_partition_stages_and_workers_and_cancel_all_stops_everything() {
         .map(|p| p.stage)
         .collect();
     assert_eq!(stages, [Stage::Synthesizing, Stage::Queued, Stage::Queued]);
+    let synth = s
+        .partitions
+        .iter()
+        .find(|p| p.job == id && p.partition == 0)
+        .unwrap();
+    assert!(
+        synth.in_stage_ms > 10.0 && synth.in_stage_ms < 300.0,
+        "{synth:?}"
+    );
     assert!(s
         .workers
         .iter()
