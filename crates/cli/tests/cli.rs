@@ -25,11 +25,7 @@ fn every_subcommand_has_help() {
 
 /// The shared cache of test parameters (generated once, minutes on 2 cores).
 fn cache_dir() -> std::path::PathBuf {
-    std::env::var_os("ZKFORGE_CACHE")
-        .map(Into::into)
-        .unwrap_or_else(|| {
-            std::path::PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/zkforge")
-        })
+    zkforge_filecoin::params::zkforge_cache_dir()
 }
 
 #[test]

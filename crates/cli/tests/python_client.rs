@@ -5,25 +5,17 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-use rand::SeedableRng;
-use zkforge_filecoin::{fixtures, params, registry, ProofKind};
+use zkforge_filecoin::{fixtures, params, ProofKind};
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 fn param_dir() -> PathBuf {
-    let cache = std::env::var_os("ZKFORGE_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/zkforge"));
-    let dir = cache.join("params");
+    let dir = params::zkforge_cache_dir().join("params");
+    // filecoin-proofs reads this once, at its first use.
     std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &dir);
-    let id = registry::params_id(ProofKind::PoRep, 2048).unwrap();
-    if !id.params_path(&dir).exists() || !id.vk_path(&dir).exists() {
-        let mut rng = rand_chacha::ChaCha20Rng::from_entropy();
-        let pk = registry::random_keys(ProofKind::PoRep, 2048, &mut rng, &()).unwrap();
-        params::write(&id, &pk, &dir, true).unwrap();
-    }
+    params::ensure_test_params(ProofKind::PoRep, 2048, &dir, &()).unwrap();
     dir
 }
 

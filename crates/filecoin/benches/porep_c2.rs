@@ -6,11 +6,10 @@
 //! are timed after one warm-up, with parameters already in memory; both include synthesis and
 //! the final verification.
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use rand_core::SeedableRng;
-use zkforge_filecoin::{fixtures, params, porep, prove_all, registry, ProofKind};
+use zkforge_filecoin::{fixtures, params, porep, prove_all, ProofKind};
 use zkforge_groth16::{CpuBackend, ReadOptions};
 
 fn median(mut v: Vec<Duration>) -> f64 {
@@ -26,18 +25,9 @@ fn main() {
         .and_then(|i| args.get(i + 1))
         .and_then(|v| v.parse().ok())
         .unwrap_or(2usize);
-    let cache = std::env::var_os("ZKFORGE_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/zkforge"));
-    let dir = cache.join("params");
+    let dir = params::zkforge_cache_dir().join("params");
     std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &dir);
-
-    let id = registry::params_id(ProofKind::PoRep, 2048).unwrap();
-    if !id.params_path(&dir).exists() {
-        let mut rng = rand_chacha::ChaCha20Rng::from_entropy();
-        let pk = registry::random_keys(ProofKind::PoRep, 2048, &mut rng, &()).unwrap();
-        params::write(&id, &pk, &dir, true).unwrap();
-    }
+    let id = params::ensure_test_params(ProofKind::PoRep, 2048, &dir, &()).unwrap();
     let pk = id.load(&dir, ReadOptions::default()).unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let m = fixtures::make(2048, tmp.path(), 7).unwrap();

@@ -35,6 +35,37 @@ pub fn params_id(kind: ProofKind, sector_size: u64, cache_identifier: &str) -> P
     }
 }
 
+/// The cache the demo, tests and benchmarks share: `$ZKFORGE_CACHE`, else
+/// `$XDG_CACHE_HOME/zkforge`, else `~/.cache/zkforge`.
+pub fn zkforge_cache_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("ZKFORGE_CACHE") {
+        return dir.into();
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir);
+    base.join("zkforge")
+}
+
+/// Makes sure random test parameters of `kind` for `sector_size` exist in `dir`, generating
+/// them (minutes for 2 KiB PoRep on 2 cores) only when missing.
+pub fn ensure_test_params(
+    kind: ProofKind,
+    sector_size: u64,
+    dir: &Path,
+    progress: &dyn GenProgress,
+) -> Result<ParamsId> {
+    let id = crate::registry::params_id(kind, sector_size)?;
+    if !id.params_path(dir).exists() || !id.vk_path(dir).exists() {
+        tracing::info!(dir = %dir.display(), "generating {} test parameters", id.circuit_id());
+        let mut rng = <rand_chacha::ChaCha20Rng as rand_core::SeedableRng>::from_entropy();
+        let pk = crate::registry::random_keys(kind, sector_size, &mut rng, progress)?;
+        write(&id, &pk, dir, true)?;
+    }
+    Ok(id)
+}
+
 /// Refuses to overwrite existing parameter files unless `force`.
 pub fn check_writable(id: &ParamsId, dir: &Path, force: bool) -> Result<()> {
     if !force {

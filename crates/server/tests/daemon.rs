@@ -5,30 +5,22 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use rand_core::SeedableRng;
 use tokio::sync::oneshot;
 use tonic::transport::{Channel, Endpoint};
 use tonic::Code;
 use zkforge_engine::{Engine, EngineConfig, ParamsDir};
 use zkforge_filecoin::fixtures::{self, Manifest};
-use zkforge_filecoin::{params, registry, ProofKind};
+use zkforge_filecoin::{params, ProofKind};
 use zkforge_groth16::CpuBackend;
 use zkforge_server::pb::{self, proving_engine_client::ProvingEngineClient};
 use zkforge_server::{serve, Listen};
 
 /// The shared test-parameter directory (generated on first use, as the other test suites do).
 fn param_dir() -> PathBuf {
-    let cache = std::env::var_os("ZKFORGE_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/zkforge"));
-    let dir = cache.join("params");
+    let dir = params::zkforge_cache_dir().join("params");
+    // filecoin-proofs reads this once, at its first use.
     std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &dir);
-    let id = registry::params_id(ProofKind::PoRep, 2048).unwrap();
-    if !id.params_path(&dir).exists() || !id.vk_path(&dir).exists() {
-        let mut rng = rand_chacha::ChaCha20Rng::from_entropy();
-        let pk = registry::random_keys(ProofKind::PoRep, 2048, &mut rng, &()).unwrap();
-        params::write(&id, &pk, &dir, true).unwrap();
-    }
+    params::ensure_test_params(ProofKind::PoRep, 2048, &dir, &()).unwrap();
     dir
 }
 

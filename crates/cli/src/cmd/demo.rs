@@ -6,9 +6,8 @@ use std::time::Instant;
 
 use anyhow::{ensure, Context};
 use clap::Args;
-use rand::SeedableRng;
 use zkforge_filecoin::fixtures::{self, seal_proof_for};
-use zkforge_filecoin::{params, porep};
+use zkforge_filecoin::{params, porep, ProofKind};
 
 use super::backend::{self, BackendArg};
 use super::keys::default_cache_dir;
@@ -44,12 +43,10 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
     let id = porep::porep_params_id(seal_proof_for(size)?)?;
     if !id.params_path(&param_dir).exists() || !id.vk_path(&param_dir).exists() {
         println!("generating 2 KiB PoRep test parameters (first run only)...");
-        let bar = KeyGenBar::new("parameters");
-        let mut rng = rand_chacha::ChaCha20Rng::from_entropy();
-        let pk = porep::porep_random_keys(seal_proof_for(size)?, &mut rng, &bar)?;
-        bar.finish();
-        params::write(&id, &pk, &param_dir, true)?;
     }
+    let bar = KeyGenBar::new("parameters");
+    params::ensure_test_params(ProofKind::PoRep, size, &param_dir, &bar)?;
+    bar.finish();
     let params_time = t.elapsed();
 
     let t = Instant::now();

@@ -1,6 +1,6 @@
 //! Keys for synthetic circuits, generated once and cached on disk.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 use anyhow::Context;
@@ -11,17 +11,7 @@ use zkforge_groth16::{ProvingKey, ReadOptions};
 
 use crate::progress::KeyGenBar;
 
-/// The cache directory: `$ZKFORGE_CACHE`, else `$XDG_CACHE_HOME/zkforge`, else `~/.cache/zkforge`.
-pub fn default_cache_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("ZKFORGE_CACHE") {
-        return dir.into();
-    }
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .unwrap_or_else(std::env::temp_dir);
-    base.join("zkforge")
-}
+pub use zkforge_filecoin::params::zkforge_cache_dir as default_cache_dir;
 
 /// Loads the cached key for `circuit`, or generates and caches it.
 pub fn synthetic_key(circuit: &SyntheticCircuit, cache: &Path) -> anyhow::Result<ProvingKey> {

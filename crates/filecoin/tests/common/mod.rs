@@ -6,18 +6,13 @@
 use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock};
 
-use rand_core::SeedableRng;
 use zkforge_filecoin::fixtures::{self, Manifest};
-use zkforge_filecoin::{params, registry, ParamsId, ProofKind};
+use zkforge_filecoin::{params, ParamsId, ProofKind};
 
 pub const SIZE_2K: u64 = 2048;
 
 pub fn cache_dir() -> PathBuf {
-    std::env::var_os("ZKFORGE_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var_os("HOME").expect("HOME is set")).join(".cache/zkforge")
-        })
+    params::zkforge_cache_dir()
 }
 
 /// The parameter directory, with FIL_PROOFS_PARAMETER_CACHE pointing at it before any
@@ -38,16 +33,7 @@ pub fn params(kind: ProofKind) -> (PathBuf, ParamsId) {
     static LOCK: Mutex<()> = Mutex::new(());
     let dir = param_dir();
     let _guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    let id = registry::params_id(kind, SIZE_2K).unwrap();
-    if !id.params_path(&dir).exists() || !id.vk_path(&dir).exists() {
-        eprintln!(
-            "generating 2 KiB {kind} test parameters in {}",
-            dir.display()
-        );
-        let mut rng = rand_chacha::ChaCha20Rng::from_entropy();
-        let pk = registry::random_keys(kind, SIZE_2K, &mut rng, &()).unwrap();
-        params::write(&id, &pk, &dir, true).unwrap();
-    }
+    let id = params::ensure_test_params(kind, SIZE_2K, &dir, &()).unwrap();
     (dir, id)
 }
 
