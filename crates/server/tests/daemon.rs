@@ -78,6 +78,35 @@ fn porep_request(dir: &std::path::Path, m: &Manifest, id: &str) -> pb::SubmitPro
     }
 }
 
+/// Prove of the fixture's C1: COMPLETED, and filecoin-proofs accepts the proof.
+async fn prove_and_verify(
+    c: &mut ProvingEngineClient<Channel>,
+    dir: &std::path::Path,
+    m: &Manifest,
+    request_id: &str,
+) -> pb::AwaitProofResponse {
+    let r = c
+        .prove(pb::ProveRequest {
+            submit: Some(porep_request(dir, m, request_id)),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .result
+        .unwrap();
+    assert_eq!(
+        r.status,
+        pb::ProofStatus::Completed as i32,
+        "{}",
+        r.error_message
+    );
+    assert!(
+        m.verify_porep(&r.proof).unwrap(),
+        "filecoin-proofs accepts the daemon's proof"
+    );
+    r
+}
+
 async fn tcp_client(addr: std::net::SocketAddr) -> ProvingEngineClient<Channel> {
     ProvingEngineClient::connect(format!("http://{addr}"))
         .await
@@ -132,25 +161,7 @@ async fn prove_over_tcp_and_the_rpcs_around_it() {
         Code::InvalidArgument
     );
 
-    let r = c
-        .prove(pb::ProveRequest {
-            submit: Some(porep_request(fx.path(), &m, "sector-1")),
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .result
-        .unwrap();
-    assert_eq!(
-        r.status,
-        pb::ProofStatus::Completed as i32,
-        "{}",
-        r.error_message
-    );
-    assert!(
-        m.verify_porep(&r.proof).unwrap(),
-        "filecoin-proofs accepts the daemon's proof"
-    );
+    let r = prove_and_verify(&mut c, fx.path(), &m, "sector-1").await;
     assert!(r.total_ms >= r.gpu_compute_ms);
 
     // Submit + Await, with a timeout first.
@@ -325,22 +336,7 @@ async fn prove_over_a_unix_socket() {
         .await
         .unwrap();
     let mut c = ProvingEngineClient::new(channel);
-    let r = c
-        .prove(pb::ProveRequest {
-            submit: Some(porep_request(fx.path(), &m, "unix")),
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .result
-        .unwrap();
-    assert_eq!(
-        r.status,
-        pb::ProofStatus::Completed as i32,
-        "{}",
-        r.error_message
-    );
-    assert!(m.verify_porep(&r.proof).unwrap());
+    prove_and_verify(&mut c, fx.path(), &m, "unix").await;
     daemon.stop().await;
 }
 
