@@ -40,9 +40,11 @@ enum Command {
     /// The daemon's configuration.
     #[command(subcommand)]
     Config(cmd::config::ConfigCommand),
-    /// Benchmarks that need no daemon.
+    /// Benchmarks: in-process (local, engine) and a client of the daemon (single, batch, sweep).
     #[command(subcommand)]
     Bench(cmd::bench::BenchCommand),
+    /// Analyse the TIMELINE events of a log: lane busy fractions, gaps, bottleneck, waterfall.
+    Timeline(cmd::timeline::TimelineArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -61,6 +63,7 @@ fn main() -> std::process::ExitCode {
         Command::Daemon(args) => cmd::daemon::run(args),
         Command::Config(cmd) => cmd::config::run(cmd),
         Command::Bench(cmd) => cmd::bench::run(cmd),
+        Command::Timeline(args) => cmd::timeline::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -7,7 +7,9 @@
 //! - **busy fraction** of a lane: the time its bars cover inside the window / window length.
 //!   A prove bar is PROVE_START→PROVE_END; the device-lock wait before PROVE_START is not busy.
 //! - **device busy fraction**: the union of the prove bars of all prover lanes on that device
-//!   (`device` field) / window.
+//!   (`device` field) / window; a **device gap** is the idle time between two stretches of
+//!   that union (with several prover workers per device, lane gaps include the turns of the
+//!   other workers; device gaps do not).
 //! - **gap**: PROVE_START(n+1) − PROVE_END(n) for consecutive bars of one lane; a lane's mean
 //!   gap averages its gaps, the overall mean gap pools the gaps of all prover lanes.
 //! - **time to first proof**: first JOB_DONE − first JOB_SUBMIT.
@@ -69,6 +71,8 @@ pub struct DeviceStats {
     pub device: usize,
     pub busy_ms: f64,
     pub busy_fraction: f64,
+    pub gaps: usize,
+    pub mean_gap_ms: Option<f64>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -239,10 +243,15 @@ pub fn analyze(w: &Waterfall) -> Stats {
     let per_device = device_intervals(w, start, end);
     let devices: Vec<DeviceStats> = per_device
         .iter()
-        .map(|(d, spans)| DeviceStats {
-            device: *d,
-            busy_ms: measure(spans),
-            busy_fraction: if len > 0.0 { measure(spans) / len } else { 0.0 },
+        .map(|(d, spans)| {
+            let gaps: Vec<f64> = spans.windows(2).map(|p| p[1].0 - p[0].1).collect();
+            DeviceStats {
+                device: *d,
+                busy_ms: measure(spans),
+                busy_fraction: if len > 0.0 { measure(spans) / len } else { 0.0 },
+                gaps: gaps.len(),
+                mean_gap_ms: mean(&gaps),
+            }
         })
         .collect();
 

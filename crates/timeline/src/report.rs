@@ -60,7 +60,12 @@ pub fn summary_rows(s: &Stats) -> Vec<(String, String)> {
     for d in &s.devices {
         rows.push((
             format!("device {} busy", d.device),
-            format!("{:.1}% ({})", d.busy_fraction * 100.0, format_ms(d.busy_ms)),
+            format!(
+                "{:.1}% ({}), mean gap {}",
+                d.busy_fraction * 100.0,
+                format_ms(d.busy_ms),
+                opt_ms(d.mean_gap_ms)
+            ),
         ));
     }
     rows.extend([

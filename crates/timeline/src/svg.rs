@@ -256,15 +256,40 @@ fn bars(s: &mut String, w: &Waterfall, scale: &Scale) {
         } else {
             ""
         };
+        let width = (scale.x(b.end_ms) - x).max(0.5);
         let _ = writeln!(
             s,
-            r#"<rect class="{class}" x="{x:.2}" y="{y:.2}" width="{:.2}" height="{BAR_H}" fill="{}"{dash}><title>{}</title></rect>"#,
-            (scale.x(b.end_ms) - x).max(0.5),
+            r#"<rect class="{class}" x="{x:.2}" y="{y:.2}" width="{width:.2}" height="{BAR_H}" fill="{}"{dash}><title>{}</title></rect>"#,
             bar_fill(b),
             escape(&tooltip(b))
         );
+        label(s, b, x, y, width);
     }
     s.push_str("</g>\n");
+}
+
+/// "job·partition" inside bars wide enough to hold it.
+fn label(s: &mut String, b: &Bar, x: f64, y: f64, width: f64) {
+    let Some(job) = b.job else { return };
+    let text = match b.partition {
+        Some(k) => format!("{job}·{k}"),
+        None => job.to_string(),
+    };
+    // About 6 px per character at font-size 10, plus a margin.
+    if width < 6.0 * text.chars().count() as f64 + 6.0 {
+        return;
+    }
+    let colour = if b.stage == Stage::Prove {
+        "#fff"
+    } else {
+        "#222"
+    };
+    let _ = writeln!(
+        s,
+        r#"<text class="label" x="{:.2}" y="{:.2}" text-anchor="middle" font-size="10" fill="{colour}" pointer-events="none">{text}</text>"#,
+        x + width / 2.0,
+        y + BAR_H / 2.0 + 3.5
+    );
 }
 
 fn who(b: &Bar) -> String {

@@ -78,6 +78,9 @@ fn recorded_log_numbers_match_the_hand_computation() {
     assert_eq!(prover.gaps, 5);
     assert_close!(prover.mean_gap_ms.unwrap(), 2.4938142);
     assert_close!(s.mean_prover_gap_ms.unwrap(), 2.4938142);
+    // One prover lane on device 0: the device's gaps are the lane's.
+    assert_eq!(s.devices[0].gaps, 5);
+    assert_close!(s.devices[0].mean_gap_ms.unwrap(), 2.4938142);
     // synth-0 gaps: (1.683068 − 1.672482) + (43.3429 − 2.170992) = 0.010586 + 41.171908; / 2
     assert_close!(lane(&a, "synth-0").mean_gap_ms.unwrap(), 20.591247);
 

@@ -1,4 +1,5 @@
-//! `zkforge bench local`: our CPU prover on synthetic circuits, stage by stage.
+//! `zkforge bench`: `local` (our CPU prover on synthetic circuits, stage by stage), `engine`,
+//! and the daemon client `single`/`batch`/`sweep` (in `bench_client/`).
 
 use std::time::{Duration, Instant};
 
@@ -15,6 +16,12 @@ pub enum BenchCommand {
     Local(LocalArgs),
     /// Multi-partition jobs through the engine vs one partition after another.
     Engine(super::bench_engine::EngineArgs),
+    /// One proof through a running daemon: status and timings.
+    Single(Box<zkforge_bench_client::cli::SingleArgs>),
+    /// COUNT proofs through a daemon, CONCURRENCY in flight: per-proof timings, throughput.
+    Batch(Box<zkforge_bench_client::cli::BatchArgs>),
+    /// Batches over COUNTxCONCURRENCY points, optionally one local daemon per config file.
+    Sweep(Box<zkforge_bench_client::cli::SweepArgs>),
 }
 
 #[derive(Args)]
@@ -34,6 +41,9 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<()> {
     let args = match cmd {
         BenchCommand::Local(args) => args,
         BenchCommand::Engine(args) => return super::bench_engine::run(args),
+        BenchCommand::Single(args) => return zkforge_bench_client::cli::run_single(*args),
+        BenchCommand::Batch(args) => return zkforge_bench_client::cli::run_batch_command(*args),
+        BenchCommand::Sweep(args) => return zkforge_bench_client::cli::run_sweep_command(*args),
     };
     anyhow::ensure!(args.runs > 0, "--runs must be positive");
     let cache = default_cache_dir();

@@ -10,3 +10,7 @@ pub mod fixtures;
 mod keys;
 pub mod params;
 pub mod prove;
+pub mod timeline;
+
+// bench_client/ is this package's library target (Cargo.toml [lib]), used here through
+// `zkforge_bench_client`, so that tests can call it without spawning processes.

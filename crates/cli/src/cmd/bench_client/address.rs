@@ -1,0 +1,154 @@
+//! Daemon addresses (`host:port`, `http://host:port`, `unix:/path`, `unix:///path`) and a
+//! connection that fails with a clear message within a timeout instead of hanging.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context, Result};
+use tonic::transport::{Channel, Endpoint};
+use zkforge_server::pb::{self, proving_engine_client::ProvingEngineClient};
+
+/// Largest message either way; the daemon accepts 256 MiB (a 32 GiB C1 output is ~200 MB).
+const MAX_MESSAGE_BYTES: usize = 256 << 20;
+
+pub type Client = ProvingEngineClient<Channel>;
+
+/// Where the daemon listens.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DaemonAddr {
+    /// An `http://host:port` URI.
+    Tcp(String),
+    Unix(PathBuf),
+}
+
+impl FromStr for DaemonAddr {
+    type Err = anyhow::Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        let s = s.trim();
+        if let Some(path) = s.strip_prefix("unix:") {
+            // unix:///abs, unix:/abs and unix:rel all name a path.
+            let path = path.strip_prefix("//").unwrap_or(path);
+            if path.is_empty() {
+                bail!("bad daemon address {s:?}: no socket path after unix:");
+            }
+            return Ok(DaemonAddr::Unix(PathBuf::from(path)));
+        }
+        if s.starts_with("https://") {
+            bail!("bad daemon address {s:?}: the daemon speaks plain HTTP/2, use http://");
+        }
+        let host_port = s.strip_prefix("http://").unwrap_or(s).trim_end_matches('/');
+        let port_ok = host_port
+            .rsplit_once(':')
+            .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok());
+        if !port_ok || host_port.contains('/') {
+            bail!("bad daemon address {s:?}: expected host:port, http://host:port or unix:/path");
+        }
+        Ok(DaemonAddr::Tcp(format!("http://{host_port}")))
+    }
+}
+
+impl fmt::Display for DaemonAddr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DaemonAddr::Tcp(uri) => f.write_str(uri),
+            DaemonAddr::Unix(path) => write!(f, "unix:{}", path.display()),
+        }
+    }
+}
+
+async fn channel(addr: &DaemonAddr, timeout: Duration) -> Result<Channel> {
+    match addr {
+        DaemonAddr::Tcp(uri) => Endpoint::from_shared(uri.clone())
+            .with_context(|| format!("bad daemon address {uri:?}"))?
+            .connect_timeout(timeout)
+            .connect()
+            .await
+            .map_err(anyhow::Error::new),
+        DaemonAddr::Unix(path) => {
+            if !path.exists() {
+                bail!("no socket at {}", path.display());
+            }
+            let path = path.clone();
+            // The URI is a placeholder: the connector below decides where bytes go.
+            Endpoint::from_static("http://localhost")
+                .connect_timeout(timeout)
+                .connect_with_connector(tower::service_fn(move |_| {
+                    let path = path.clone();
+                    async move {
+                        let stream = tokio::net::UnixStream::connect(path).await?;
+                        Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(stream))
+                    }
+                }))
+                .await
+                .map_err(anyhow::Error::new)
+        }
+    }
+}
+
+/// Connects and checks that a ProvingEngine answers (GetStatus), all within `timeout`.
+pub async fn connect(addr: &DaemonAddr, timeout: Duration) -> Result<Client> {
+    let attempt = async {
+        let mut client = ProvingEngineClient::new(channel(addr, timeout).await?)
+            .max_decoding_message_size(MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(MAX_MESSAGE_BYTES);
+        client
+            .get_status(pb::GetStatusRequest {})
+            .await
+            .map_err(|s| anyhow!("GetStatus failed: {}", s.message()))?;
+        Ok::<_, anyhow::Error>(client)
+    };
+    match tokio::time::timeout(timeout, attempt).await {
+        Ok(Ok(client)) => Ok(client),
+        Ok(Err(e)) => Err(e.context(format!("cannot reach the zkforge daemon at {addr}"))),
+        Err(_) => bail!(
+            "cannot reach the zkforge daemon at {addr}: no answer within {:.1} s",
+            timeout.as_secs_f64()
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_parse() {
+        let tcp = |s: &str| DaemonAddr::Tcp(s.into());
+        assert_eq!(
+            "127.0.0.1:9820".parse::<DaemonAddr>().unwrap(),
+            tcp("http://127.0.0.1:9820")
+        );
+        assert_eq!(
+            "http://localhost:1/".parse::<DaemonAddr>().unwrap(),
+            tcp("http://localhost:1")
+        );
+        assert_eq!(
+            "[::1]:9820".parse::<DaemonAddr>().unwrap(),
+            tcp("http://[::1]:9820")
+        );
+        let unix = |s: &str| DaemonAddr::Unix(s.into());
+        assert_eq!(
+            "unix:/run/z.sock".parse::<DaemonAddr>().unwrap(),
+            unix("/run/z.sock")
+        );
+        assert_eq!(
+            "unix:///run/z.sock".parse::<DaemonAddr>().unwrap(),
+            unix("/run/z.sock")
+        );
+        for bad in [
+            "",
+            "localhost",
+            "host:port",
+            ":9820",
+            "unix:",
+            "https://h:1",
+            "h:1/x",
+        ] {
+            let err = bad.parse::<DaemonAddr>().unwrap_err().to_string();
+            assert!(err.contains("bad daemon address"), "{bad}: {err}");
+        }
+    }
+}

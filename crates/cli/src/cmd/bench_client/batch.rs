@@ -1,0 +1,340 @@
+//! A batch: COUNT proofs through the daemon, CONCURRENCY in flight, each timed by the client
+//! and by the daemon (queue, parameter load, synthesis, prove); optional saving and
+//! verification after the timed part.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{ensure, Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+use zkforge_server::pb;
+
+use super::address::{connect, Client, DaemonAddr};
+use super::input::ProofInput;
+use super::report::proof_line;
+
+/// Everything one batch needs.
+#[derive(Clone, Debug)]
+pub struct BatchConfig {
+    pub addr: DaemonAddr,
+    pub input: Arc<ProofInput>,
+    pub count: usize,
+    pub concurrency: usize,
+    /// Connecting and the first GetStatus must succeed within this.
+    pub connect_timeout: Duration,
+    /// Longest wait for one proof (AwaitProof's timeout); None waits forever.
+    pub proof_timeout: Option<Duration>,
+    /// Write each completed proof here as `proof-NNNN.bin`.
+    pub save_proofs: Option<PathBuf>,
+    /// Check each proof with filecoin-proofs' verifier (needs fixtures) after the timed run.
+    pub verify: bool,
+    /// A progress bar on stderr (hidden when stderr is not a terminal).
+    pub progress: bool,
+    /// A line per proof on stdout as it completes.
+    pub print_lines: bool,
+}
+
+/// One proof's outcome. Times in ms; the daemon's come from AwaitProofResponse.
+#[derive(Clone, Debug, Serialize)]
+pub struct ProofRecord {
+    pub index: usize,
+    pub request_id: String,
+    /// The daemon's job id (TIMELINE `job`); empty if the submit was refused.
+    pub job_id: String,
+    /// COMPLETED, FAILED, CANCELLED, TIMEOUT, or REJECTED (the submit failed).
+    pub status: String,
+    pub error: String,
+    /// Submit to result, measured by the client.
+    pub client_ms: f64,
+    pub queue_ms: u64,
+    pub srs_load_ms: u64,
+    pub synthesis_ms: u64,
+    pub prove_ms: u64,
+    pub total_ms: u64,
+    pub proof_bytes: usize,
+    pub saved_to: Option<PathBuf>,
+    pub verified: Option<bool>,
+    #[serde(skip)]
+    pub proof: Vec<u8>,
+}
+
+impl ProofRecord {
+    pub fn completed(&self) -> bool {
+        self.status == "COMPLETED"
+    }
+}
+
+/// min / avg / max of a set of samples.
+#[derive(Clone, Copy, Debug, Serialize, PartialEq)]
+pub struct Spread {
+    pub min: f64,
+    pub avg: f64,
+    pub max: f64,
+}
+
+impl Spread {
+    pub fn of(samples: &[f64]) -> Option<Self> {
+        if samples.is_empty() {
+            return None;
+        }
+        Some(Spread {
+            min: samples.iter().copied().fold(f64::MAX, f64::min),
+            avg: samples.iter().sum::<f64>() / samples.len() as f64,
+            max: samples.iter().copied().fold(f64::MIN, f64::max),
+        })
+    }
+}
+
+/// A batch's numbers, as `--json` writes them.
+#[derive(Clone, Debug, Serialize)]
+pub struct BatchReport {
+    pub addr: String,
+    pub proof_type: &'static str,
+    pub count: usize,
+    pub concurrency: usize,
+    /// First submit to last result.
+    pub wall_s: f64,
+    pub completed: usize,
+    pub failed: usize,
+    /// Daemon total_ms of the completed proofs, in seconds.
+    pub total_s: Option<Spread>,
+    /// Daemon prove time (gpu_compute_ms) of the completed proofs, in seconds.
+    pub prove_s: Option<Spread>,
+    pub proofs_per_min: f64,
+    /// Wall time per completed proof.
+    pub s_per_proof: Option<f64>,
+    /// Proofs verified and accepted, when `verify` was asked.
+    pub verified_ok: Option<usize>,
+    pub proofs: Vec<ProofRecord>,
+}
+
+fn status_name(status: i32) -> String {
+    pb::ProofStatus::try_from(status)
+        .map(|s| s.as_str_name().to_string())
+        .unwrap_or_else(|_| format!("STATUS_{status}"))
+}
+
+/// A prefix unique to this run: the daemon dedupes request ids, also across runs.
+fn run_prefix() -> String {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("bench-{}-{nanos:x}", std::process::id())
+}
+
+/// Submits one proof and waits for it; RPC errors become a failed record, not an error.
+async fn prove_one(
+    mut client: Client,
+    config: &BatchConfig,
+    index: usize,
+    request_id: String,
+) -> ProofRecord {
+    let t = Instant::now();
+    let mut r = ProofRecord {
+        index,
+        request_id: request_id.clone(),
+        job_id: String::new(),
+        status: "REJECTED".into(),
+        error: String::new(),
+        client_ms: 0.0,
+        queue_ms: 0,
+        srs_load_ms: 0,
+        synthesis_ms: 0,
+        prove_ms: 0,
+        total_ms: 0,
+        proof_bytes: 0,
+        saved_to: None,
+        verified: None,
+        proof: Vec::new(),
+    };
+    match client.submit_proof(config.input.request(&request_id)).await {
+        Ok(resp) => r.job_id = resp.into_inner().job_id,
+        Err(s) => {
+            r.error = format!("{:?}: {}", s.code(), s.message());
+            r.client_ms = t.elapsed().as_secs_f64() * 1e3;
+            return r;
+        }
+    }
+    let timeout_ms = config
+        .proof_timeout
+        .map_or(0, |d| d.as_millis().max(1) as u64);
+    let awaited = client
+        .await_proof(pb::AwaitProofRequest {
+            job_id: r.job_id.clone(),
+            timeout_ms,
+        })
+        .await;
+    r.client_ms = t.elapsed().as_secs_f64() * 1e3;
+    match awaited {
+        Ok(resp) => {
+            let a = resp.into_inner();
+            r.status = status_name(a.status);
+            r.error = a.error_message;
+            r.queue_ms = a.queue_wait_ms;
+            r.srs_load_ms = a.srs_load_ms;
+            r.synthesis_ms = a.synthesis_ms;
+            r.prove_ms = a.gpu_compute_ms;
+            r.total_ms = a.total_ms;
+            r.proof_bytes = a.proof.len();
+            r.proof = a.proof;
+            if a.status == pb::ProofStatus::Timeout as i32 {
+                // Leave nothing running behind us.
+                let _ = client
+                    .cancel_proof(pb::CancelProofRequest {
+                        job_id: r.job_id.clone(),
+                    })
+                    .await;
+            }
+        }
+        Err(s) => {
+            r.status = "FAILED".into();
+            r.error = format!("AwaitProof {:?}: {}", s.code(), s.message());
+        }
+    }
+    r
+}
+
+fn save(dir: &std::path::Path, r: &mut ProofRecord) -> Result<()> {
+    let path = dir.join(format!("proof-{:04}.bin", r.index));
+    std::fs::write(&path, &r.proof).with_context(|| format!("writing {}", path.display()))?;
+    r.saved_to = Some(path);
+    Ok(())
+}
+
+fn progress_bar(config: &BatchConfig) -> ProgressBar {
+    if !config.progress {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(config.count as u64);
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{msg} [{elapsed_precise}] {wide_bar} {pos}/{len} (eta {eta})",
+        )
+        .expect("valid template"),
+    );
+    bar.set_message(format!(
+        "{} {}x{}",
+        config.input.proof_type.name(),
+        config.count,
+        config.concurrency
+    ));
+    bar
+}
+
+/// Runs the batch: connects (failing fast if the daemon is not there), keeps `concurrency`
+/// proofs in flight until `count` are done, then saves and verifies.
+pub async fn run_batch(config: &BatchConfig) -> Result<BatchReport> {
+    ensure!(config.count > 0, "the count must be positive");
+    ensure!(config.concurrency > 0, "the concurrency must be positive");
+    ensure!(
+        !config.verify || config.input.can_verify(),
+        "--verify needs --fixtures DIR (the public values of the inputs)"
+    );
+    if let Some(dir) = &config.save_proofs {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    let client = connect(&config.addr, config.connect_timeout).await?;
+    tracing::info!(addr = %config.addr, count = config.count, concurrency = config.concurrency, "batch");
+    let bar = progress_bar(config);
+    let prefix = run_prefix();
+    let next = Arc::new(AtomicUsize::new(0));
+    let done = Arc::new(AtomicUsize::new(0));
+    let start = Instant::now();
+    let workers = (0..config.concurrency.min(config.count)).map(|_| {
+        let (client, config, bar) = (client.clone(), config.clone(), bar.clone());
+        let (next, done, prefix) = (next.clone(), done.clone(), prefix.clone());
+        tokio::spawn(async move {
+            let mut records = Vec::new();
+            loop {
+                let index = next.fetch_add(1, Ordering::Relaxed);
+                if index >= config.count {
+                    return records;
+                }
+                let id = format!("{prefix}-{index}");
+                let r = prove_one(client.clone(), &config, index, id).await;
+                let n = done.fetch_add(1, Ordering::Relaxed) + 1;
+                if config.print_lines {
+                    bar.suspend(|| println!("{}", proof_line(n, config.count, &r)));
+                }
+                bar.inc(1);
+                records.push(r);
+            }
+        })
+    });
+    let mut records = Vec::new();
+    for handle in workers.collect::<Vec<_>>() {
+        records.extend(handle.await.context("a batch task panicked")?);
+    }
+    let wall = start.elapsed();
+    bar.finish_and_clear();
+    records.sort_by_key(|r| r.index);
+    finish(config, records, wall).await
+}
+
+/// Saving, verification and the summary numbers, outside the timed part.
+async fn finish(
+    config: &BatchConfig,
+    mut records: Vec<ProofRecord>,
+    wall: Duration,
+) -> Result<BatchReport> {
+    for r in records.iter_mut().filter(|r| r.completed()) {
+        if let Some(dir) = &config.save_proofs {
+            save(dir, r)?;
+        }
+    }
+    let mut verified_ok = None;
+    if config.verify {
+        let input = config.input.clone();
+        let (checked, ok) = tokio::task::spawn_blocking(move || {
+            let mut ok = 0;
+            for r in records.iter_mut().filter(|r| r.completed()) {
+                let good = input.verify(&r.proof).unwrap_or_else(|e| {
+                    tracing::warn!(index = r.index, "verifier error: {e:#}");
+                    false
+                });
+                ok += usize::from(good);
+                r.verified = Some(good);
+            }
+            (records, ok)
+        })
+        .await
+        .context("the verification task panicked")?;
+        records = checked;
+        verified_ok = Some(ok);
+    }
+    Ok(summarize(config, records, wall, verified_ok))
+}
+
+fn summarize(
+    config: &BatchConfig,
+    records: Vec<ProofRecord>,
+    wall: Duration,
+    verified_ok: Option<usize>,
+) -> BatchReport {
+    let ok: Vec<&ProofRecord> = records.iter().filter(|r| r.completed()).collect();
+    let secs =
+        |f: fn(&ProofRecord) -> u64| ok.iter().map(|r| f(r) as f64 / 1e3).collect::<Vec<_>>();
+    let wall_s = wall.as_secs_f64();
+    BatchReport {
+        addr: config.addr.to_string(),
+        proof_type: config.input.proof_type.name(),
+        count: config.count,
+        concurrency: config.concurrency,
+        wall_s,
+        completed: ok.len(),
+        failed: records.len() - ok.len(),
+        total_s: Spread::of(&secs(|r| r.total_ms)),
+        prove_s: Spread::of(&secs(|r| r.prove_ms)),
+        proofs_per_min: if wall_s > 0.0 {
+            ok.len() as f64 * 60.0 / wall_s
+        } else {
+            0.0
+        },
+        s_per_proof: (!ok.is_empty()).then(|| wall_s / ok.len() as f64),
+        verified_ok,
+        proofs: records,
+    }
+}

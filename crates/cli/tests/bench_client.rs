@@ -1,0 +1,248 @@
+//! The bench client against real daemons: a batch through an in-process daemon (CPU backend,
+//! 2 KiB WinningPoSt, the cheapest real proof) adds up, saves proofs that filecoin-proofs
+//! accepts; unreachable or silent daemons fail fast with a clear message; `bench sweep
+//! --daemon-config` starts and stops a `zkforge daemon` whose log `zkforge timeline` reads.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::oneshot;
+use zkforge_bench_client::{run_batch, BatchConfig, DaemonAddr, InputSpec, ProofInput, ProofType};
+use zkforge_engine::{Engine, EngineConfig, ParamsDir};
+use zkforge_filecoin::{fixtures, params, ProofKind};
+use zkforge_groth16::CpuBackend;
+use zkforge_server::{serve, Listen};
+
+/// Shared WinningPoSt test parameters (11 MB, generated on first use).
+fn param_dir() -> PathBuf {
+    let dir = params::zkforge_cache_dir().join("params");
+    // filecoin-proofs reads this once, at its first use (the verifier): set it first.
+    std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &dir);
+    params::ensure_test_params(ProofKind::WinningPost, 2048, &dir, &()).unwrap();
+    dir
+}
+
+/// A sealed 2 KiB sector and its PoSt inputs, in a fresh directory.
+fn fixture(seed: u64) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    fixtures::make(2048, dir.path(), seed).unwrap();
+    dir
+}
+
+fn config(addr: DaemonAddr, fx: &Path) -> BatchConfig {
+    let spec = InputSpec::from_fixtures(ProofType::WinningPost, fx);
+    BatchConfig {
+        addr,
+        input: Arc::new(ProofInput::load(&spec).unwrap()),
+        count: 1,
+        concurrency: 1,
+        connect_timeout: Duration::from_secs(10),
+        proof_timeout: Some(Duration::from_secs(600)),
+        save_proofs: None,
+        verify: false,
+        progress: false,
+        print_lines: false,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batch_through_a_daemon_adds_up_and_its_proofs_verify() {
+    let dir = param_dir();
+    let fx = fixture(41);
+    let engine = Engine::start(
+        EngineConfig::default(),
+        Arc::new(CpuBackend::new()),
+        Box::new(ParamsDir(dir)),
+    )
+    .unwrap();
+    let sock_dir = tempfile::tempdir().unwrap();
+    let sock = sock_dir.path().join("zkforge.sock");
+    let (stop, stopped) = oneshot::channel::<()>();
+    let (ready_tx, ready_rx) = oneshot::channel();
+    let daemon = tokio::spawn(serve(
+        Arc::new(engine),
+        Listen::Unix(sock.clone()),
+        move |_| {
+            let _ = ready_tx.send(());
+        },
+        async {
+            let _ = stopped.await;
+        },
+    ));
+    ready_rx.await.unwrap();
+
+    let out = tempfile::tempdir().unwrap();
+    let saved = out.path().join("proofs");
+    let report = run_batch(&BatchConfig {
+        count: 3,
+        concurrency: 2,
+        save_proofs: Some(saved.clone()),
+        verify: true,
+        ..config(
+            format!("unix:{}", sock.display()).parse().unwrap(),
+            fx.path(),
+        )
+    })
+    .await
+    .unwrap();
+
+    assert_eq!(report.completed + report.failed, 3);
+    assert_eq!(report.completed, 3, "{:#?}", report.proofs);
+    assert_eq!(report.verified_ok, Some(3));
+    let ids: std::collections::HashSet<&str> =
+        report.proofs.iter().map(|p| p.job_id.as_str()).collect();
+    assert_eq!(ids.len(), 3, "three distinct daemon jobs");
+    let prove = report.prove_s.unwrap();
+    assert!(prove.min > 0.0 && prove.min <= prove.avg && prove.avg <= prove.max);
+    assert!(report.proofs_per_min > 0.0 && report.wall_s >= prove.max);
+    // The saved files are the proofs, and the official verifier accepts them as read back.
+    let m = fixtures::load(fx.path()).unwrap();
+    for p in &report.proofs {
+        assert_eq!(p.status, "COMPLETED");
+        assert!(p.total_ms >= p.prove_ms);
+        let file = p.saved_to.as_ref().unwrap();
+        assert_eq!(file, &saved.join(format!("proof-{:04}.bin", p.index)));
+        let bytes = std::fs::read(file).unwrap();
+        assert_eq!(bytes.len(), 192);
+        assert!(m.verify_winning_post(&bytes).unwrap(), "{}", file.display());
+    }
+    let _ = stop.send(());
+    daemon.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unreachable_or_silent_daemons_fail_fast_with_a_clear_message() {
+    let fx = fixture(42);
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    };
+    // Accepts connections and never answers: the timeout must end the wait.
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let silent_addr = silent.local_addr().unwrap();
+    let _hold = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((s, _)) = silent.accept().await {
+            held.push(s);
+        }
+    });
+    let missing = fx.path().join("no/such.sock");
+    for (addr, expect) in [
+        (format!("{closed}"), "cannot reach the zkforge daemon"),
+        (format!("http://{silent_addr}"), "no answer within"),
+        (format!("unix:{}", missing.display()), "no socket at"),
+    ] {
+        let mut c = config(addr.parse().unwrap(), fx.path());
+        c.connect_timeout = Duration::from_secs(1);
+        let t = Instant::now();
+        let err = format!("{:#}", run_batch(&c).await.unwrap_err());
+        assert!(err.contains(expect), "{addr}: {err}");
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "{addr}: took {:?}",
+            t.elapsed()
+        );
+    }
+}
+
+fn zkforge() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_zkforge"))
+}
+
+fn run_ok(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+#[test]
+fn bench_batch_refuses_a_bad_address_and_a_dead_daemon() {
+    let fx = fixture(43);
+    let base = |addr: &str| {
+        let mut c = zkforge();
+        c.args([
+            "bench",
+            "batch",
+            "--type",
+            "winning-post",
+            "--addr",
+            addr,
+            "--fixtures",
+        ])
+        .arg(fx.path())
+        .args(["--connect-timeout", "2"]);
+        c
+    };
+    let out = base("localhost").output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bad daemon address"));
+    let out = base("127.0.0.1:1").output().unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("cannot reach the zkforge daemon at http://127.0.0.1:1"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn sweep_starts_a_daemon_per_config_and_its_timeline_reads_back() {
+    let dir = param_dir();
+    let fx = fixture(44);
+    let work = tempfile::tempdir().unwrap();
+    let config = work.path().join("one-synth.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[daemon]\nparams = {:?}\nbackend = \"cpu\"\n\n[engine]\nsynthesis_workers = 1\n",
+            dir.display().to_string()
+        ),
+    )
+    .unwrap();
+    let logs = work.path().join("logs");
+    let json = work.path().join("sweep.json");
+    let stdout = run_ok(
+        zkforge()
+            .args([
+                "bench",
+                "sweep",
+                "--type",
+                "winning-post",
+                "--points",
+                "1x1",
+            ])
+            .arg("--fixtures")
+            .arg(fx.path())
+            .arg("--daemon-config")
+            .arg(&config)
+            .arg("--daemon-logs")
+            .arg(&logs)
+            .arg("--json")
+            .arg(&json)
+            .arg("--verify"),
+    );
+    let row = stdout
+        .lines()
+        .find(|l| l.contains("one-synth.toml"))
+        .unwrap_or_else(|| panic!("no row for the config:\n{stdout}"));
+    assert!(row.contains("1x1") && row.contains("1/1"), "{row}");
+    let rows: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(rows[0]["report"]["completed"], 1);
+    assert_eq!(rows[0]["report"]["verified_ok"], 1);
+
+    // The daemon stopped on SIGTERM (its last words are in the log) and its TIMELINE reads.
+    let log = logs.join("daemon-one-synth.log");
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("daemon stopped"), "{text}");
+    let svg = work.path().join("daemon.svg");
+    let report = run_ok(zkforge().arg("timeline").arg(&log).arg("--svg").arg(&svg));
+    assert!(report.contains("1 submitted, 1 done"), "{report}");
+    assert!(roxmltree::Document::parse(&std::fs::read_to_string(&svg).unwrap()).is_ok());
+}
