@@ -147,6 +147,41 @@ async fn unreachable_or_silent_daemons_fail_fast_with_a_clear_message() {
     }
 }
 
+#[test]
+fn inputs_from_flags_equal_inputs_from_fixtures_and_bad_ones_are_named() {
+    let fx = fixture(45);
+    let m = fixtures::load(fx.path()).unwrap();
+    let from_fixtures =
+        ProofInput::load(&InputSpec::from_fixtures(ProofType::WinningPost, fx.path())).unwrap();
+    let flags = InputSpec {
+        fixtures: None,
+        input: Some(fx.path().join(&m.winning_post.vanilla)),
+        sector_size: Some("2KiB".into()),
+        randomness: Some(m.winning_post.randomness.clone()),
+        ..InputSpec::from_fixtures(ProofType::WinningPost, fx.path())
+    };
+    let from_flags = ProofInput::load(&flags).unwrap();
+    assert_eq!(from_flags.request("a"), from_fixtures.request("a"));
+    assert!(!from_flags.can_verify() && from_fixtures.can_verify());
+
+    let err = |spec: InputSpec| format!("{:#}", ProofInput::load(&spec).unwrap_err());
+    let e = err(InputSpec {
+        randomness: None,
+        ..flags.clone()
+    });
+    assert!(e.contains("--randomness is required"), "{e}");
+    let e = err(InputSpec {
+        input: Some(fx.path().join("missing.json")),
+        ..flags.clone()
+    });
+    assert!(e.contains("missing.json"), "{e}");
+    let e = err(InputSpec {
+        input: Some(fx.path().join(&m.c1_wrapper)),
+        ..flags
+    });
+    assert!(e.contains("JSON array of base64"), "{e}");
+}
+
 fn zkforge() -> Command {
     Command::new(env!("CARGO_BIN_EXE_zkforge"))
 }
