@@ -4,12 +4,15 @@
 //! - **window**: from the earliest start of a synthesis or parameter-load bar (SYNTH_START,
 //!   or SRS_LOAD_END − duration) to the last PROVE_END. Without synthesis or load bars it
 //!   starts at the first PROVE_START; without prove bars it ends at the last bar's end.
-//! - **busy fraction** of a lane: the time its bars cover inside the window / window length.
-//!   A prove bar is PROVE_START→PROVE_END; the device-lock wait before PROVE_START is not busy.
+//! - **busy fraction** of a lane: the time its bars cover inside the window, less the
+//!   device-lock wait logged inside prove bars, / window length. A prove bar is
+//!   PROVE_START→PROVE_END; the wait before it is PROVE_START's `lock_wait_ms` (not in the bar),
+//!   the wait inside it PROVE_END's `lock_wait_ms` (the unit's total) minus PROVE_START's.
 //! - **device busy fraction**: the union of the prove bars of all prover lanes on that device
 //!   (`device` field) / window; a **device gap** is the idle time between two stretches of
 //!   that union (with several prover workers per device, lane gaps include the turns of the
-//!   other workers; device gaps do not).
+//!   other workers; device gaps do not). With GPU_PHASE events, **phase busy** is the union
+//!   of the device's phases / window.
 //! - **gap**: PROVE_START(n+1) − PROVE_END(n) for consecutive bars of one lane; a lane's mean
 //!   gap averages its gaps, the overall mean gap pools the gaps of all prover lanes.
 //! - **time to first proof**: first JOB_DONE − first JOB_SUBMIT.
@@ -73,6 +76,8 @@ pub struct DeviceStats {
     pub busy_fraction: f64,
     pub gaps: usize,
     pub mean_gap_ms: Option<f64>,
+    /// Union of the device's GPU_PHASE intervals / window; None without phases.
+    pub phase_busy_fraction: Option<f64>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -188,7 +193,9 @@ fn lane_stats(w: &Waterfall, start: f64, end: f64) -> Vec<LaneStats> {
         .enumerate()
         .map(|(i, lane)| {
             let bars: Vec<&Bar> = w.bars.iter().filter(|b| b.lane == i).collect();
-            let busy_ms = measure(&union(bars.iter().map(|b| clip(b, start, end)).collect()));
+            let covered = measure(&union(bars.iter().map(|b| clip(b, start, end)).collect()));
+            let inner_wait: f64 = bars.iter().map(|b| b.inner_lock_wait_ms).sum();
+            let busy_ms = (covered - inner_wait).max(0.0);
             let gaps: Vec<f64> = bars
                 .windows(2)
                 .map(|p| p[1].start_ms - p[0].end_ms)
@@ -201,7 +208,7 @@ fn lane_stats(w: &Waterfall, start: f64, end: f64) -> Vec<LaneStats> {
                 busy_fraction: if len > 0.0 { busy_ms / len } else { 0.0 },
                 gaps: gaps.len(),
                 mean_gap_ms: mean(&gaps),
-                lock_wait_ms: bars.iter().map(|b| b.lock_wait_ms).sum(),
+                lock_wait_ms: bars.iter().map(|b| b.total_lock_wait_ms()).sum(),
             }
         })
         .collect()
@@ -235,6 +242,17 @@ fn device_intervals(w: &Waterfall, start: f64, end: f64) -> Vec<(usize, Vec<(f64
         .collect()
 }
 
+/// GPU_PHASE intervals of one device's lanes, merged.
+fn phase_intervals(w: &Waterfall, device: usize, start: f64, end: f64) -> Vec<(f64, f64)> {
+    union(
+        w.phases
+            .iter()
+            .filter(|p| w.lanes[p.lane].device.unwrap_or(0) == device)
+            .map(|p| (p.start_ms.max(start), p.end_ms.min(end)))
+            .collect(),
+    )
+}
+
 /// Computes every number of the module doc.
 pub fn analyze(w: &Waterfall) -> Stats {
     let (start, end) = window(w);
@@ -245,12 +263,15 @@ pub fn analyze(w: &Waterfall) -> Stats {
         .iter()
         .map(|(d, spans)| {
             let gaps: Vec<f64> = spans.windows(2).map(|p| p[1].0 - p[0].1).collect();
+            let phases = phase_intervals(w, *d, start, end);
             DeviceStats {
                 device: *d,
                 busy_ms: measure(spans),
                 busy_fraction: if len > 0.0 { measure(spans) / len } else { 0.0 },
                 gaps: gaps.len(),
                 mean_gap_ms: mean(&gaps),
+                phase_busy_fraction: (!phases.is_empty() && len > 0.0)
+                    .then(|| measure(&phases) / len),
             }
         })
         .collect();

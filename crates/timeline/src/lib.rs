@@ -16,9 +16,10 @@ pub use waterfall::{build, Waterfall};
 
 /// The definitions behind the numbers, in one paragraph (the HTML page shows it).
 pub const DEFINITIONS: &str = "Window: earliest synthesis or parameter-load start to the last \
-PROVE_END. Busy: time covered by a lane's bars in the window / window (prove bars exclude the \
-device-lock wait). Device busy: union of the device's prove bars / window; device gap: idle \
-time between stretches of that union. Gap: PROVE_START(n+1) − PROVE_END(n) in one lane. Time \
+PROVE_END. Busy: time covered by a lane's bars in the window, less device-lock wait logged \
+inside prove bars (PROVE_END − PROVE_START lock_wait_ms), / window. Device busy: union of the device's prove bars / window; device gap: idle \
+time between stretches of that union; GPU phases: union of the device's GPU_PHASE events / \
+window. Gap: PROVE_START(n+1) − PROVE_END(n) in one lane. Time \
 to first proof: first JOB_DONE − first JOB_SUBMIT. Steady state: (last JOB_DONE − first \
 JOB_DONE) / (done − 1). Bottleneck, first rule that holds: parameter loads ≥ 50% of the window \
 → parameter load; mean device busy ≥ 90% → prove; synthesis running during ≥ 50% of device \

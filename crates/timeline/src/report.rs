@@ -58,10 +58,13 @@ pub fn summary_rows(s: &Stats) -> Vec<(String, String)> {
         ),
     )];
     for d in &s.devices {
+        let phases = d
+            .phase_busy_fraction
+            .map_or(String::new(), |f| format!(", GPU phases {:.1}%", f * 100.0));
         rows.push((
             format!("device {} busy", d.device),
             format!(
-                "{:.1}% ({}), mean gap {}",
+                "{:.1}% ({}), mean gap {}{phases}",
                 d.busy_fraction * 100.0,
                 format_ms(d.busy_ms),
                 opt_ms(d.mean_gap_ms)

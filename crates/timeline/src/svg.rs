@@ -264,8 +264,24 @@ fn bars(s: &mut String, w: &Waterfall, scale: &Scale) {
             escape(&tooltip(b))
         );
         label(s, b, x, y, width);
+        inner_wait(s, b, scale, x, y);
     }
     s.push_str("</g>\n");
+}
+
+/// Lock wait inside a prove call: a hatched strip along the top of the bar, from its start
+/// (the log gives the length, not the place).
+fn inner_wait(s: &mut String, b: &Bar, scale: &Scale, x: f64, y: f64) {
+    if b.inner_lock_wait_ms <= 0.0 {
+        return;
+    }
+    let width = (scale.x(b.start_ms + b.inner_lock_wait_ms) - x).max(0.5);
+    let _ = writeln!(
+        s,
+        r#"<rect class="lockwait-inner" x="{x:.2}" y="{y:.2}" width="{width:.2}" height="4" fill="url(#lockwait)"><title>{} · device-lock wait inside the prove call {} (position not logged)</title></rect>"#,
+        escape(&who(b)),
+        format_ms(b.inner_lock_wait_ms)
+    );
 }
 
 /// "job·partition" inside bars wide enough to hold it.
@@ -309,8 +325,13 @@ fn tooltip(b: &Bar) -> String {
         b.start_ms,
         b.end_ms
     );
-    if b.lock_wait_ms > 0.0 {
-        let _ = write!(t, " · lock wait {}", format_ms(b.lock_wait_ms));
+    if b.total_lock_wait_ms() > 0.0 {
+        let _ = write!(
+            t,
+            " · lock wait {} before, {} inside",
+            format_ms(b.lock_wait_ms),
+            format_ms(b.inner_lock_wait_ms)
+        );
     }
     if b.open {
         t.push_str(" · never ended in the log");

@@ -49,8 +49,12 @@ pub struct Bar {
     pub partition: Option<usize>,
     pub start_ms: f64,
     pub end_ms: f64,
-    /// Prove bars: time spent waiting for the device lock just before `start_ms`.
+    /// Prove bars: device-lock wait just before `start_ms` (PROVE_START's `lock_wait_ms`:
+    /// the engine records PROVE_START once it holds the lock).
     pub lock_wait_ms: f64,
+    /// Prove bars: device-lock wait inside the bar, i.e. inside the backend call (PROVE_END's
+    /// `lock_wait_ms`, the unit's total wait, minus PROVE_START's). Where in the bar is not logged.
+    pub inner_lock_wait_ms: f64,
     /// Started but never ended in the log: drawn up to the last event.
     pub open: bool,
 }
@@ -58,6 +62,11 @@ pub struct Bar {
 impl Bar {
     pub fn duration_ms(&self) -> f64 {
         self.end_ms - self.start_ms
+    }
+
+    /// All the unit's device-lock wait, before and inside the bar.
+    pub fn total_lock_wait_ms(&self) -> f64 {
+        self.lock_wait_ms + self.inner_lock_wait_ms
     }
 }
 
@@ -146,9 +155,10 @@ impl Builder {
         if let Some((stage, is_start)) = stage_of(&e.kind) {
             let lane = self.lane_for(stage, e);
             let key = (stage, lane, e.job, e.partition);
-            let lock_wait = e.lock_wait_ms.unwrap_or(0.0).max(0.0);
+            let lock_wait = e.lock_wait_ms.map(|w| w.max(0.0));
             if is_start {
-                self.open.entry(key).or_default().push((e.t_ms, lock_wait));
+                let before = lock_wait.unwrap_or(0.0);
+                self.open.entry(key).or_default().push((e.t_ms, before));
             } else {
                 self.close(key, e, lock_wait);
             }
@@ -184,16 +194,18 @@ impl Builder {
         });
     }
 
-    fn close(&mut self, key: OpenKey, e: &Event, end_lock_wait: f64) {
+    /// `total_wait`: the END's `lock_wait_ms`, the unit's whole wait when present.
+    fn close(&mut self, key: OpenKey, e: &Event, total_wait: Option<f64>) {
         let opened = self.open.get_mut(&key).and_then(|starts| starts.pop());
-        let (start, lock_wait) = match (opened, e.duration_ms) {
-            (Some((t, wait)), _) => (t, if wait > 0.0 { wait } else { end_lock_wait }),
-            (None, Some(d)) => (e.t_ms - d, end_lock_wait),
+        let (start, before) = match (opened, e.duration_ms) {
+            (Some(opened), _) => opened,
+            (None, Some(d)) => (e.t_ms - d, 0.0),
             (None, None) => {
                 self.w.unmatched_ends += 1;
                 return;
             }
         };
+        let inner = total_wait.map_or(0.0, |total| (total - before).max(0.0));
         self.w.bars.push(Bar {
             lane: key.1,
             stage: key.0,
@@ -201,7 +213,8 @@ impl Builder {
             partition: e.partition,
             start_ms: start,
             end_ms: e.t_ms,
-            lock_wait_ms: lock_wait,
+            lock_wait_ms: before,
+            inner_lock_wait_ms: inner,
             open: false,
         });
     }
@@ -250,16 +263,15 @@ impl Builder {
                     start_ms: start,
                     end_ms: last,
                     lock_wait_ms: lock_wait,
+                    inner_lock_wait_ms: 0.0,
                     open: true,
                 });
             }
         }
         sort_lanes(&mut self.w);
-        self.w.bars.sort_by(|a, b| {
-            (a.lane, a.start_ms)
-                .partial_cmp(&(b.lane, b.start_ms))
-                .unwrap()
-        });
+        self.w
+            .bars
+            .sort_by(|a, b| a.lane.cmp(&b.lane).then(a.start_ms.total_cmp(&b.start_ms)));
         self.w.job_ends.sort_by(|a, b| a.t_ms.total_cmp(&b.t_ms));
         self.w.submits.sort_by(f64::total_cmp);
         self.w
@@ -336,16 +348,15 @@ TIMELINE {"t_ms":4,"event":"SRS_LOAD_END","job":1,"duration_ms":1}"#,
     fn starts_pair_with_ends_and_open_bars_reach_the_last_event() {
         let w = waterfall(
             r#"TIMELINE {"t_ms":1,"event":"PROVE_START","job":1,"partition":0,"worker":"prover-0-0","lock_wait_ms":0.5}
-TIMELINE {"t_ms":5,"event":"PROVE_END","job":1,"partition":0,"worker":"prover-0-0","duration_ms":3.9}
+TIMELINE {"t_ms":5,"event":"PROVE_END","job":1,"partition":0,"worker":"prover-0-0","duration_ms":3.9,"lock_wait_ms":1.75}
 TIMELINE {"t_ms":6,"event":"PROVE_START","job":2,"partition":0,"worker":"prover-0-0"}
 TIMELINE {"t_ms":9,"event":"JOB_DONE","job":1}"#,
         );
         assert_eq!(w.bars.len(), 2);
         let (a, b) = (&w.bars[0], &w.bars[1]);
-        assert_eq!(
-            (a.start_ms, a.end_ms, a.lock_wait_ms, a.open),
-            (1.0, 5.0, 0.5, false)
-        );
+        assert_eq!((a.start_ms, a.end_ms, a.open), (1.0, 5.0, false));
+        // 0.5 ms before PROVE_START; of the unit's 1.75 ms, 1.25 ms inside the call.
+        assert_eq!((a.lock_wait_ms, a.inner_lock_wait_ms), (0.5, 1.25));
         assert_eq!((b.start_ms, b.end_ms, b.open), (6.0, 9.0, true));
         assert_eq!(w.job_ends.len(), 1);
     }

@@ -156,7 +156,7 @@ TIMELINE {"t_ms":4,"event":"PROVE_START","job":7,"partition":0,"worker":"prover-
 TIMELINE {"t_ms":4.5,"event":"GPU_PHASE","job":7,"partition":0,"worker":"prover-0-1","device":0,"phase":"ntt","duration_ms":1}
 TIMELINE {"t_ms":5.5,"event":"GPU_PHASE","job":7,"partition":0,"worker":"prover-0-1","device":0,"phase":"msm","duration_ms":2}
 TIMELINE {"t_ms":6,"event":"PINNED_POOL_GROW","bytes":1048576}
-TIMELINE {"t_ms":8,"event":"PROVE_END","job":7,"partition":0,"worker":"prover-0-1","device":0,"duration_ms":4}
+TIMELINE {"t_ms":8,"event":"PROVE_END","job":7,"partition":0,"worker":"prover-0-1","device":0,"duration_ms":4,"lock_wait_ms":1.5}
 TIMELINE {"t_ms":9,"event":"JOB_DONE","job":7}"#;
     let a = analyze_log(log).unwrap();
     assert!(a.parsed.skipped.is_empty());
@@ -170,7 +170,18 @@ TIMELINE {"t_ms":9,"event":"JOB_DONE","job":7}"#;
     };
     assert_eq!(class_count("phase"), 2);
     assert_eq!(class_count("lockwait"), 1);
+    assert_eq!(class_count("lockwait-inner"), 1);
     assert_eq!(class_count("bar prove"), 1);
+
+    // Window 1..8 = 7 ms. The prove bar (4..8) waited 0.5 ms before PROVE_START and
+    // 1.5 − 0.5 = 1 ms inside: lane busy (4 − 1)/7; the device union counts the bar, 4/7;
+    // GPU phases 4.5..5.5 and 5.5..7.5 cover 3 ms: 3/7.
+    let s = &a.stats;
+    let prover = s.lanes.iter().find(|l| l.name == "prover-0-1").unwrap();
+    assert_close!(prover.busy_fraction, 3.0 / 7.0);
+    assert_close!(prover.lock_wait_ms, 1.5);
+    assert_close!(s.devices[0].busy_fraction, 4.0 / 7.0);
+    assert_close!(s.devices[0].phase_busy_fraction.unwrap(), 3.0 / 7.0);
 }
 
 /// One synthesis and one prover lane: (job, synth start, synth end, prove start, prove end).

@@ -16,6 +16,9 @@ use super::address::{connect, Client, DaemonAddr};
 use super::input::ProofInput;
 use super::report::proof_line;
 
+/// How long past `proof_timeout` the client waits for the daemon's own TIMEOUT answer.
+const CLIENT_SLACK: Duration = Duration::from_secs(30);
+
 /// Everything one batch needs.
 #[derive(Clone, Debug)]
 pub struct BatchConfig {
@@ -161,26 +164,25 @@ async fn prove_one(
     let timeout_ms = config
         .proof_timeout
         .map_or(0, |d| d.as_millis().max(1) as u64);
-    let awaited = client
-        .await_proof(pb::AwaitProofRequest {
-            job_id: r.job_id.clone(),
-            timeout_ms,
-        })
-        .await;
+    let request = client.await_proof(pb::AwaitProofRequest {
+        job_id: r.job_id.clone(),
+        timeout_ms,
+    });
+    let awaited = match config.proof_timeout {
+        // The daemon enforces the timeout; this only covers a daemon that stops answering.
+        Some(d) => tokio::time::timeout(d + CLIENT_SLACK, request).await.ok(),
+        None => Some(request.await),
+    };
     r.client_ms = t.elapsed().as_secs_f64() * 1e3;
     match awaited {
-        Ok(resp) => {
-            let a = resp.into_inner();
-            r.status = status_name(a.status);
-            r.error = a.error_message;
-            r.queue_ms = a.queue_wait_ms;
-            r.srs_load_ms = a.srs_load_ms;
-            r.synthesis_ms = a.synthesis_ms;
-            r.prove_ms = a.gpu_compute_ms;
-            r.total_ms = a.total_ms;
-            r.proof_bytes = a.proof.len();
-            r.proof = a.proof;
-            if a.status == pb::ProofStatus::Timeout as i32 {
+        None => {
+            r.status = "TIMEOUT".into();
+            r.error = "the daemon stopped answering AwaitProof".into();
+        }
+        Some(Ok(resp)) => {
+            let timed_out = resp.get_ref().status == pb::ProofStatus::Timeout as i32;
+            record_result(&mut r, resp.into_inner());
+            if timed_out {
                 // Leave nothing running behind us.
                 let _ = client
                     .cancel_proof(pb::CancelProofRequest {
@@ -189,12 +191,25 @@ async fn prove_one(
                     .await;
             }
         }
-        Err(s) => {
+        Some(Err(s)) => {
             r.status = "FAILED".into();
             r.error = format!("AwaitProof {:?}: {}", s.code(), s.message());
         }
     }
     r
+}
+
+/// The daemon's answer: status, error, timings and the proof.
+fn record_result(r: &mut ProofRecord, a: pb::AwaitProofResponse) {
+    r.status = status_name(a.status);
+    r.error = a.error_message;
+    r.queue_ms = a.queue_wait_ms;
+    r.srs_load_ms = a.srs_load_ms;
+    r.synthesis_ms = a.synthesis_ms;
+    r.prove_ms = a.gpu_compute_ms;
+    r.total_ms = a.total_ms;
+    r.proof_bytes = a.proof.len();
+    r.proof = a.proof;
 }
 
 fn save(dir: &std::path::Path, r: &mut ProofRecord) -> Result<()> {
