@@ -2,7 +2,9 @@
 //! tests and benchmarks here, Filecoin's in `zkforge-filecoin`.
 
 mod job;
+mod replay;
 mod synthetic;
 
 pub use job::{format_sector_size, ParamsId, PartitionedCircuit, ProofKind};
+pub use replay::{porep_shaped_witness, ReplayJob};
 pub use synthetic::{SyntheticCircuit, SyntheticJob};

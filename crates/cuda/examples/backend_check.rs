@@ -9,11 +9,15 @@ use std::time::Instant;
 use anyhow::{ensure, Context, Result};
 use rand::SeedableRng;
 use zkforge_circuits::{PartitionedCircuit, ProofKind, SyntheticCircuit};
-use zkforge_cuda::CudaBackend;
+use zkforge_cuda::{CudaBackend, CudaOptions, Residency};
 use zkforge_filecoin::fixtures::{self, read_base64_list, unhex32, Manifest};
 use zkforge_filecoin::{params, post, registry, snap};
 use zkforge_groth16::generator::generate_random_keys;
-use zkforge_groth16::{prover, verify::verify, CpuBackend, ProofRandomness, ProvingKey, Witness};
+use zkforge_groth16::synthesis::pool::with_pool;
+use zkforge_groth16::{
+    prover, verify::verify, CpuBackend, ProofRandomness, ProveReport, ProverBackend, ProvingKey,
+    Witness,
+};
 
 fn compare(
     name: &str,
@@ -162,5 +166,121 @@ fn main() -> Result<()> {
         "filecoin-proofs rejects the GPU SnapDeals proof"
     );
     println!("all GPU proofs equal the CPU proofs and verify with filecoin-proofs");
+    pipeline_checks(&mut rng)?;
+    println!("pipeline checks passed");
+    Ok(())
+}
+
+/// Proves `w` on `gpu` from two threads at once (pooled, pinned witnesses) and compares each
+/// proof with the CPU's for the same r, s.
+fn concurrent_equal(
+    name: &str,
+    gpu: &CudaBackend,
+    pk: &ProvingKey,
+    c: &SyntheticCircuit,
+    rng: &mut rand_chacha::ChaCha20Rng,
+) -> Result<()> {
+    let pool = gpu.scalar_pool();
+    let rnds: Vec<ProofRandomness> = (0..4).map(|_| ProofRandomness::random(rng)).collect();
+    let cpu: Vec<_> = rnds
+        .iter()
+        .map(|r| {
+            prover::prove(
+                &CpuBackend::new(),
+                pk,
+                zkforge_groth16::synthesize(c.clone())?,
+                *r,
+            )
+        })
+        .collect::<Result<_, _>>()?;
+    let t = Instant::now();
+    let reports = std::thread::scope(|s| {
+        let handles: Vec<_> = rnds
+            .iter()
+            .map(|r| {
+                let pool = pool.clone();
+                s.spawn(move || -> Result<_> {
+                    let w = with_pool(pool, || zkforge_groth16::synthesize(c.clone()))?;
+                    let mut report = ProveReport::default();
+                    let p = prover::prove_on(gpu, 0, pk, w, *r, &mut report)?;
+                    Ok((p, report))
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .collect::<Result<Vec<_>>>()
+    })?;
+    let same = reports.iter().zip(&cpu).all(|((g, _), c)| g == c);
+    let phases: Vec<String> = reports[0]
+        .1
+        .phases
+        .iter()
+        .map(|p| format!("{} {:.1} ms", p.name, p.duration_ms))
+        .collect();
+    println!(
+        "{name:<28} 4 proofs on 2+ threads in {:.3} s, bytes equal: {same}; phases: {}",
+        t.elapsed().as_secs_f64(),
+        phases.join(", ")
+    );
+    ensure!(
+        same,
+        "{name}: a concurrent GPU proof differs from the CPU proof"
+    );
+    Ok(())
+}
+
+/// The pipeline machinery: concurrent workers with pinned pooled witnesses, streamed bases
+/// (small chunks), and a VRAM budget so small that partitions must wait for each other.
+fn pipeline_checks(rng: &mut rand_chacha::ChaCha20Rng) -> Result<()> {
+    let c = SyntheticCircuit::new(1 << 16, 6, 0.9, rand::random());
+    let pk = generate_random_keys(c.clone(), rng, &())?;
+
+    let gpu = CudaBackend::open(0)?;
+    concurrent_equal("concurrent, resident", &gpu, &pk, &c, rng)?;
+    // Buffers are recycled (and pinned) on the reaper thread: give it a moment.
+    let t = Instant::now();
+    while gpu.pinned_memory().0 == 0 && t.elapsed().as_secs() < 5 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    ensure!(
+        gpu.pinned_memory().0 > 0,
+        "no witness buffer was pinned after recycling"
+    );
+    concurrent_equal("concurrent, pinned reuse", &gpu, &pk, &c, rng)?;
+    drop(gpu);
+
+    std::env::set_var("ZKFORGE_STREAM_CHUNK", "3000");
+    let streamed = CudaBackend::with_options(&CudaOptions {
+        devices: vec![0],
+        residency: Residency::Host,
+        ..Default::default()
+    })?;
+    concurrent_equal("streamed bases, 3000/chunk", &streamed, &pk, &c, rng)?;
+    std::env::remove_var("ZKFORGE_STREAM_CHUNK");
+    drop(streamed);
+
+    // A budget a little above one partition's footprint: the second worker must wait.
+    let probe = CudaBackend::open(0)?;
+    let free = probe.devices()[0].memory_free_bytes;
+    drop(probe);
+    let one = zkforge_cuda::partition_footprint(&zkforge_groth16::synthesize(c.clone())?);
+    let keys = (pk.heap_bytes() as u64) * 2;
+    let tight = CudaBackend::with_options(&CudaOptions {
+        devices: vec![0],
+        vram_margin: free.saturating_sub(keys + one + one / 4),
+        ..Default::default()
+    })?;
+    concurrent_equal("tight VRAM budget", &tight, &pk, &c, rng)?;
+    let d = &tight.devices()[0];
+    println!(
+        "tight budget: peak {} of {} bytes reserved, params {}",
+        d.reserved_peak_bytes, d.budget_bytes, d.residency
+    );
+    ensure!(
+        d.reserved_peak_bytes <= d.budget_bytes,
+        "VRAM reservations exceeded the budget"
+    );
     Ok(())
 }

@@ -17,12 +17,52 @@ impl From<DriverError> for CudaError {
     }
 }
 
+/// Device buffers are allocated stream-ordered from the default pool; a release threshold of
+/// "never" keeps freed memory in the pool, so each partition reuses the last one's buffers
+/// instead of going back to the driver.
+fn keep_freed_memory_pooled(ctx: &CudaContext) -> Result<(), CudaError> {
+    use cudarc::driver::sys;
+    ctx.bind_to_thread()?;
+    let mut pool = std::ptr::null_mut();
+    let mut threshold = u64::MAX;
+    // SAFETY: plain driver calls on the context's own device with valid out-pointers.
+    unsafe {
+        sys::cuDeviceGetDefaultMemPool(&mut pool, ctx.cu_device()).result()?;
+        sys::cuMemPoolSetAttribute(
+            pool,
+            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+            &mut threshold as *mut u64 as *mut std::ffi::c_void,
+        )
+        .result()?;
+    }
+    Ok(())
+}
+
+/// Returns the memory the pool kept for reuse to the driver (when a backend shuts down).
+pub(crate) fn release_pooled_memory(ctx: &CudaContext) {
+    use cudarc::driver::sys;
+    if ctx.bind_to_thread().is_err() || ctx.synchronize().is_err() {
+        return;
+    }
+    let mut pool = std::ptr::null_mut();
+    // SAFETY: as in keep_freed_memory_pooled; trimming only releases unused pool memory.
+    unsafe {
+        if sys::cuDeviceGetDefaultMemPool(&mut pool, ctx.cu_device())
+            .result()
+            .is_ok()
+        {
+            let _ = sys::cuMemPoolTrimTo(pool, 0).result();
+        }
+    }
+}
+
 /// cudarc panics on first use when libcuda is missing, so every entry point probes first.
 fn driver_present() -> bool {
     // SAFETY: only tries to dlopen libcuda; no symbol is called.
     unsafe { cudarc::driver::sys::is_culib_present() }
 }
 
+#[derive(Clone)]
 pub(crate) struct MsmKernels {
     pub accumulate: CudaFunction,
     pub bucket_reduce: CudaFunction,
@@ -30,6 +70,7 @@ pub(crate) struct MsmKernels {
     pub sum_ones: CudaFunction,
 }
 
+#[derive(Clone)]
 pub(crate) struct Kernels {
     pub ntt_dif_pass: CudaFunction,
     pub ntt_bitrev_scale: CudaFunction,
@@ -39,6 +80,8 @@ pub(crate) struct Kernels {
     pub msm_hist: CudaFunction,
     pub msm_scatter: CudaFunction,
     pub scan_u32: CudaFunction,
+    pub density_popcount: CudaFunction,
+    pub density_gather: CudaFunction,
     pub msm_task_counts: CudaFunction,
     pub msm_max_count: CudaFunction,
     pub g1: MsmKernels,
@@ -50,6 +93,9 @@ pub struct CudaDevice {
     pub(crate) ctx: Arc<CudaContext>,
     pub(crate) stream: Arc<CudaStream>,
     pub(crate) k: Kernels,
+    pub(crate) ntt_cache: Arc<crate::ntt::NttCache>,
+    /// Page-locked buffer for small reads; one per handle (each handle has its own stream).
+    pub(crate) readback: crate::readback::Readback,
     _module: Arc<CudaModule>,
     name: String,
     vram_total: usize,
@@ -87,6 +133,15 @@ pub(crate) fn grid(n: u64, block: u32) -> LaunchConfig {
     LaunchConfig {
         grid_dim: (n.div_ceil(block as u64).max(1) as u32, 1, 1),
         block_dim: (block, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+/// One block of `threads` threads (the single-block scan).
+pub(crate) fn single_block(threads: u32) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (1, 1, 1),
+        block_dim: (threads, 1, 1),
         shared_mem_bytes: 0,
     }
 }
@@ -137,6 +192,8 @@ impl CudaDevice {
             msm_hist: f("msm_hist")?,
             msm_scatter: f("msm_scatter")?,
             scan_u32: f("scan_u32")?,
+            density_popcount: f("density_popcount")?,
+            density_gather: f("density_gather")?,
             msm_task_counts: f("msm_task_counts")?,
             msm_max_count: f("msm_max_count")?,
             g1: msm("g1")?,
@@ -144,13 +201,30 @@ impl CudaDevice {
         };
         let name = ctx.name()?;
         let vram_total = ctx.total_mem()?;
+        keep_freed_memory_pooled(&ctx)?;
         Ok(CudaDevice {
             ctx,
             stream,
             k,
+            ntt_cache: Default::default(),
+            readback: crate::readback::Readback::new(),
             _module: module,
             name,
             vram_total,
+        })
+    }
+
+    /// Another handle on the same GPU with a stream of its own, for a concurrent worker.
+    pub fn fork(&self) -> Result<Self, CudaError> {
+        Ok(CudaDevice {
+            ctx: self.ctx.clone(),
+            stream: self.ctx.new_stream()?,
+            k: self.k.clone(),
+            ntt_cache: self.ntt_cache.clone(),
+            readback: crate::readback::Readback::new(),
+            _module: self._module.clone(),
+            name: self.name.clone(),
+            vram_total: self.vram_total,
         })
     }
 
@@ -208,6 +282,13 @@ impl CudaDevice {
     /// Raw device address of a buffer, for kernel arguments that may be null.
     pub(crate) fn ptr(&self, s: &CudaSlice<u64>) -> u64 {
         s.device_ptr(&self.stream).0
+    }
+
+    /// An event recorded on this handle's stream now, for device-side timing.
+    pub(crate) fn mark(&self) -> Result<cudarc::driver::CudaEvent, CudaError> {
+        Ok(self
+            .stream
+            .record_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))?)
     }
 
     /// Runs `f` and returns its result with the device time between two events around it.

@@ -3,6 +3,8 @@
 
 mod error;
 pub mod host;
+mod options;
+mod vram;
 
 #[cfg(feature = "cuda")]
 mod backend;
@@ -12,16 +14,22 @@ mod device;
 mod msm;
 #[cfg(feature = "cuda")]
 mod ntt;
+#[cfg(feature = "cuda")]
+mod readback;
+#[cfg(feature = "cuda")]
+mod staging;
 #[cfg(not(feature = "cuda"))]
 mod stub;
 
 #[cfg(feature = "cuda")]
-pub use backend::CudaBackend;
+pub use backend::{partition_footprint, CudaBackend};
 #[cfg(feature = "cuda")]
 pub use device::{CudaDevice, DeviceBasesG1, DeviceBasesG2, DeviceScalars};
 pub use error::CudaError;
+pub use options::{parse_devices, CudaOptions, Residency};
 #[cfg(not(feature = "cuda"))]
 pub use stub::{CudaDevice, DeviceBasesG1, DeviceBasesG2, DeviceScalars};
+pub use vram::{VramBudget, VramReservation};
 
 /// Direction of a number-theoretic transform over the scalar field.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,6 +1,8 @@
 //! Host side of the Pippenger MSM: window choice, batching of windows, final Horner sum.
 
-use crate::device::{grid, CudaDevice, DeviceBasesG1, DeviceBasesG2, DeviceScalars, MsmKernels};
+use crate::device::{
+    grid, single_block, CudaDevice, DeviceBasesG1, DeviceBasesG2, DeviceScalars, MsmKernels,
+};
 use crate::host::{g1_from_xyzz, g2_from_xyzz, scalars_as_u64};
 use crate::CudaError;
 use blstrs::{G1Projective, G2Projective, Scalar};
@@ -16,7 +18,7 @@ const TASK_CAP: u32 = 256;
 /// Cap on (window, point) index entries per batch of windows: 1 GiB of u32.
 const MAX_IDX_ENTRIES: u64 = 1 << 28;
 
-trait Curve {
+pub(crate) trait Curve {
     type Proj: Group + Copy;
     /// u64 limbs of one device XYZZ point.
     const XYZZ_LIMBS: usize;
@@ -26,8 +28,8 @@ trait Curve {
     fn from_xyzz(l: &[u64]) -> Self::Proj;
 }
 
-struct G1;
-struct G2;
+pub(crate) struct G1;
+pub(crate) struct G2;
 
 impl Curve for G1 {
     type Proj = G1Projective;
@@ -75,6 +77,21 @@ fn window_bits(tail: u64) -> u32 {
             tail * w + 16 * w * (1u64 << c) + (1 << 15) * chain
         })
         .unwrap()
+}
+
+/// Upper bound on the device bytes `msm_core` allocates for `n` scalars of a curve whose
+/// XYZZ point has `xyzz_limbs` u64 limbs (mirrors its sizing; the VRAM budget reserves this).
+pub(crate) fn scratch_bytes(n: usize, xyzz_limbs: usize) -> u64 {
+    let n = n as u64;
+    let c = window_bits(n.max(1));
+    let nwin = SCALAR_BITS.div_ceil(c) as u64;
+    let point = (xyzz_limbs * 8) as u64;
+    let by_mem = ((2u64 << 30) / (point << c)).max(1);
+    let wb = by_mem.min(nwin);
+    let nb = wb << c;
+    let entries = (n * nwin).min(MAX_IDX_ENTRIES.max(n));
+    let tasks = entries / TASK_CAP as u64 + nb;
+    32 * n + 4 * entries + 20 * nb + tasks * point + (nb >> SEG_BITS.min(c)) * point + (4 << 20)
 }
 
 /// Per-phase device times of one MSM, printed when ZKFORGE_MSM_PROFILE is set.
@@ -145,7 +162,7 @@ impl<'a> Profile<'a> {
 }
 
 impl CudaDevice {
-    fn msm_core<C: Curve>(
+    pub(crate) fn msm_core<C: Curve>(
         &self,
         bases: &CudaSlice<u64>,
         nbases: usize,
@@ -179,7 +196,7 @@ impl CudaDevice {
             unsafe { b.launch(grid(n64, 256)) }?;
         }
         prof.mark("convert+classify")?;
-        let cnt = st.clone_dtoh(&cnt)?;
+        let cnt = self.read_back(&cnt, 2)?;
         let (tail, ones) = (cnt[0] as u64, cnt[1] as u64);
 
         let mut acc = C::Proj::identity();
@@ -229,13 +246,7 @@ impl CudaDevice {
                 prof.mark("hist")?;
                 let mut b = st.launch_builder(&self.k.scan_u32);
                 b.arg(&counts).arg(&mut offs).arg(&nbc);
-                unsafe {
-                    b.launch(LaunchConfig {
-                        grid_dim: (1, 1, 1),
-                        block_dim: (1024, 1, 1),
-                        shared_mem_bytes: 0,
-                    })
-                }?;
+                unsafe { b.launch(single_block(1024)) }?;
                 st.memcpy_dtod(&offs, &mut cursor)?;
                 prof.mark("scan")?;
                 let mut b = st.launch_builder(&self.k.msm_scatter);
@@ -254,20 +265,14 @@ impl CudaDevice {
                 let mut b = st.launch_builder(&self.k.msm_max_count);
                 b.arg(&offs).arg(&nbc).arg(&mut maxc);
                 unsafe { b.launch(grid(nbc as u64, 256)) }?;
-                let fullest = st.clone_dtoh(&maxc)?[0];
+                let fullest = self.read_back(&maxc, 1)?[0];
                 let cap = cap.max((fullest as f64).sqrt() as u32);
                 let mut b = st.launch_builder(&self.k.msm_task_counts);
                 b.arg(&offs).arg(&nbc).arg(&cap).arg(&mut tcount);
                 unsafe { b.launch(grid(nbc as u64, 256)) }?;
                 let mut b = st.launch_builder(&self.k.scan_u32);
                 b.arg(&tcount).arg(&mut toffs).arg(&nbc);
-                unsafe {
-                    b.launch(LaunchConfig {
-                        grid_dim: (1, 1, 1),
-                        block_dim: (1024, 1, 1),
-                        shared_mem_bytes: 0,
-                    })
-                }?;
+                unsafe { b.launch(single_block(1024)) }?;
                 let tasks = (tail * wcur as u64).div_ceil(cap as u64) + nbc as u64;
                 let mut b = st.launch_builder(&ker.accumulate);
                 b.arg(bases)
@@ -299,7 +304,7 @@ impl CudaDevice {
                     })
                 }?;
                 prof.mark("window_sum")?;
-                let host = st.clone_dtoh(&wins)?;
+                let host = self.read_back(&wins, wcur as usize * xl)?;
                 for w in 0..wcur as usize {
                     sums.push(C::from_xyzz(&host[w * xl..(w + 1) * xl]));
                 }
@@ -336,7 +341,7 @@ impl CudaDevice {
                     shared_mem_bytes: shared,
                 })
             }?;
-            acc += C::from_xyzz(&st.clone_dtoh(&out)?);
+            acc += C::from_xyzz(&self.read_back(&out, xl)?);
             prof.mark("ones")?;
         }
         prof.report(&format!("n={n} tail={tail} ones={ones}"));

@@ -6,14 +6,44 @@ use crate::{CudaError, NttDirection, MAX_LOG_N};
 use blstrs::Scalar;
 use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
 use ff::{Field, PrimeField};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 /// Stages done per shared-memory pass: 2^10 elements of 32 bytes = 32 KiB per block.
 const MAX_PASS_BITS: u32 = 10;
 
-struct DevTables {
+/// Power tables on the device (see `host::pow_tables`).
+pub(crate) struct DevTables {
     lb: u32,
     lo: CudaSlice<u64>,
     hi: CudaSlice<u64>,
+}
+
+/// Twiddles and constants, uploaded once per device and shared by every handle: the h step
+/// then queues its seven NTTs without a single host round trip, so a busy host (synthesis on
+/// every core) cannot stall the GPU between them.
+#[derive(Default)]
+pub(crate) struct NttCache {
+    tables: Cache<DevTables>,
+    scalars: Cache<CudaSlice<u64>>,
+}
+
+/// Device values by (name, log2 size).
+type Cache<V> = Mutex<HashMap<(&'static str, u32), Arc<V>>>;
+
+fn cached<V>(
+    map: &Cache<V>,
+    key: (&'static str, u32),
+    make: impl FnOnce() -> Result<V, CudaError>,
+) -> Result<Arc<V>, CudaError> {
+    if let Some(v) = map.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        return Ok(v.clone());
+    }
+    let v = Arc::new(make()?);
+    map.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(key, v.clone());
+    Ok(v)
 }
 
 fn log2_len(n: usize) -> Result<u32, CudaError> {
@@ -34,6 +64,30 @@ impl CudaDevice {
         })
     }
 
+    /// Powers of `w` for exponents below 2^ebits, cached under `name`.
+    fn tables(
+        &self,
+        name: &'static str,
+        ebits: u32,
+        w: impl FnOnce() -> Scalar,
+    ) -> Result<Arc<DevTables>, CudaError> {
+        cached(&self.ntt_cache.tables, (name, ebits), || {
+            self.upload_tables(pow_tables(w(), ebits))
+        })
+    }
+
+    /// Scalars on the device, cached under (name, log n).
+    pub(crate) fn constants(
+        &self,
+        name: &'static str,
+        log_n: u32,
+        make: impl FnOnce() -> Vec<Scalar>,
+    ) -> Result<Arc<CudaSlice<u64>>, CudaError> {
+        cached(&self.ntt_cache.scalars, (name, log_n), || {
+            Ok(self.stream.clone_htod(scalars_as_u64(&make()))?)
+        })
+    }
+
     /// In-place NTT of 2^log_n scalars already on the device (Montgomery form).
     pub(crate) fn ntt_on_device(
         &self,
@@ -45,30 +99,36 @@ impl CudaDevice {
         let n = 1u64 << log_n;
         let g = Scalar::MULTIPLICATIVE_GENERATOR;
         let coset_in = if coset && dir == NttDirection::Forward {
-            Some(self.upload_tables(pow_tables(g, log_n.max(1)))?)
+            Some(self.tables("coset", log_n.max(1), || g)?)
         } else {
             None
         };
         if log_n > 0 {
-            let mut w = omega(log_n);
-            if dir == NttDirection::Inverse {
-                w = w.invert().unwrap();
-            }
+            let w = || {
+                let w = omega(log_n);
+                match dir {
+                    NttDirection::Forward => w,
+                    NttDirection::Inverse => w.invert().unwrap(),
+                }
+            };
+            let fwd = dir == NttDirection::Forward;
             let npass = log_n.div_ceil(MAX_PASS_BITS);
             let ks: Vec<u32> = (0..npass)
                 .map(|p| log_n * (p + 1) / npass - log_n * p / npass)
                 .collect();
             let kmax = *ks.iter().max().unwrap();
             // w_{2^kmax}^j for j < 2^(kmax-1): every pass's in-block twiddles are among these.
-            let wk = w.pow_vartime([1u64 << (log_n - kmax)]);
-            let mut roots = Vec::with_capacity(1 << (kmax - 1));
-            let mut x = Scalar::ONE;
-            for _ in 0..(1u32 << (kmax - 1)) {
-                roots.push(x);
-                x *= wk;
-            }
-            let roots = self.stream.clone_htod(scalars_as_u64(&roots))?;
-            let cross = self.upload_tables(pow_tables(w, log_n))?;
+            let roots = self.constants(if fwd { "roots" } else { "iroots" }, log_n, || {
+                let wk = w().pow_vartime([1u64 << (log_n - kmax)]);
+                let mut roots = Vec::with_capacity(1 << (kmax - 1));
+                let mut x = Scalar::ONE;
+                for _ in 0..(1u32 << (kmax - 1)) {
+                    roots.push(x);
+                    x *= wk;
+                }
+                roots
+            })?;
+            let cross = self.tables(if fwd { "cross" } else { "icross" }, log_n, w)?;
             let mut t_hi = log_n; // exclusive top bit of the next pass
             for (p, &k) in ks.iter().enumerate() {
                 let t_lo = t_hi - k;
@@ -86,7 +146,7 @@ impl CudaDevice {
                     .arg(&log_n)
                     .arg(&t_lo)
                     .arg(&k)
-                    .arg(&roots)
+                    .arg(&*roots)
                     .arg(&kmax);
                 b.arg(&cross.lo)
                     .arg(&cross.hi)
@@ -103,17 +163,17 @@ impl CudaDevice {
         let (cst, tabs) = match dir {
             NttDirection::Forward => (None, None),
             NttDirection::Inverse => {
-                let ninv = Scalar::from(n).invert().unwrap();
-                let cst = self.stream.clone_htod(scalars_as_u64(&[ninv]))?;
+                let cst =
+                    self.constants("ninv", log_n, || vec![Scalar::from(n).invert().unwrap()])?;
                 let tabs = if coset {
-                    Some(self.upload_tables(pow_tables(g.invert().unwrap(), log_n.max(1)))?)
+                    Some(self.tables("icoset", log_n.max(1), || g.invert().unwrap())?)
                 } else {
                     None
                 };
                 (Some(cst), tabs)
             }
         };
-        let cst_p = cst.as_ref().map_or(0, |c| self.ptr(c));
+        let cst_p = cst.as_deref().map_or(0, |c| self.ptr(c));
         let (lo_p, hi_p, lb) = tabs
             .as_ref()
             .map_or((0, 0, 1), |t| (self.ptr(&t.lo), self.ptr(&t.hi), t.lb));
@@ -176,23 +236,32 @@ impl CudaDevice {
         b: &[Scalar],
         c: &[Scalar],
     ) -> Result<DeviceScalars, CudaError> {
-        let m = a.len();
-        if b.len() != m || c.len() != m {
+        let up = |v: &[Scalar]| self.upload_scalars(v);
+        self.h_from_device(up(a)?, up(b)?, up(c)?)
+    }
+
+    /// Groth16 h from a, b, c already on the device (each 2^k long, consumed); the m−1
+    /// coefficients stay on the device, in a's buffer.
+    pub fn h_from_device(
+        &self,
+        a: DeviceScalars,
+        b: DeviceScalars,
+        c: DeviceScalars,
+    ) -> Result<DeviceScalars, CudaError> {
+        let m = a.len;
+        if b.len != m || c.len != m {
             return Err(CudaError::Invalid(format!(
                 "a, b, c lengths differ: {m}, {}, {}",
-                b.len(),
-                c.len()
+                b.len, c.len
             )));
         }
         let log_m = log2_len(m)?;
-        let mut bufs = Vec::with_capacity(3);
-        for v in [a, b, c] {
-            let mut d = self.stream.clone_htod(scalars_as_u64(v))?;
-            self.ntt_on_device(&mut d, log_m, NttDirection::Inverse, false)?;
-            self.ntt_on_device(&mut d, log_m, NttDirection::Forward, true)?;
-            bufs.push(d);
+        let mut bufs = vec![a.buf, b.buf, c.buf];
+        for d in bufs.iter_mut() {
+            self.ntt_on_device(d, log_m, NttDirection::Inverse, false)?;
+            self.ntt_on_device(d, log_m, NttDirection::Forward, true)?;
         }
-        let zinv = self.stream.clone_htod(scalars_as_u64(&[coset_z_inv(m)]))?;
+        let zinv = self.constants("zinv", log_m, || vec![coset_z_inv(m)])?;
         let mut da = bufs.remove(0);
         let n = m as u64;
         let mut l = self.stream.launch_builder(&self.k.h_combine);
@@ -200,7 +269,7 @@ impl CudaDevice {
             .arg(&bufs[0])
             .arg(&bufs[1])
             .arg(&n)
-            .arg(&zinv);
+            .arg(&*zinv);
         unsafe { l.launch(grid(n, 256)) }?;
         drop(bufs);
         self.ntt_on_device(&mut da, log_m, NttDirection::Inverse, true)?;

@@ -79,6 +79,9 @@ pub struct EngineConfig {
     pub synthesis_workers: usize,
     /// Threads of the synthesis thread pool (0: one per core).
     pub synthesis_threads: usize,
+    /// Niceness of the synthesis threads (0..=19): above the provers' 0, so that synthesis on
+    /// every core never delays the prover threads that feed the GPU.
+    pub synthesis_nice: i32,
     /// Prover workers per device (the CPU backend counts as one device); they share a lock
     /// held only around the device-exclusive region.
     pub prover_workers_per_device: usize,
@@ -95,6 +98,9 @@ pub struct EngineConfig {
     pub result_ttl_secs: u64,
     /// Finished jobs kept at most.
     pub result_max: usize,
+    /// Check every proof against the verifying key before returning it (a few ms each). Only
+    /// benchmarks with synthetic keys, whose proofs cannot verify, turn this off.
+    pub verify_proofs: bool,
 }
 
 impl Default for EngineConfig {
@@ -102,13 +108,15 @@ impl Default for EngineConfig {
         Self {
             synthesis_workers: 2,
             synthesis_threads: 0,
-            prover_workers_per_device: 1,
+            synthesis_nice: 10,
+            prover_workers_per_device: 2,
             prover_threads: 0,
             prove_queue_depth: 2,
             memory_budget: "auto".into(),
             memory_margin: "2GiB".into(),
             result_ttl_secs: 600,
             result_max: 1000,
+            verify_proofs: true,
         }
     }
 }
@@ -119,6 +127,10 @@ impl EngineConfig {
         ensure!(
             self.synthesis_workers > 0,
             "synthesis_workers must be at least 1"
+        );
+        ensure!(
+            (0..=19).contains(&self.synthesis_nice),
+            "synthesis_nice must lie in 0..=19"
         );
         ensure!(
             self.prover_workers_per_device > 0,

@@ -99,6 +99,9 @@ pub struct EngineStatus {
     pub memory_used_bytes: u64,
     pub backend: String,
     pub devices: Vec<DeviceStatus>,
+    /// Page-locked host memory held for witness staging, and the most kept idle.
+    pub pinned_memory_bytes: u64,
+    pub pinned_memory_limit_bytes: u64,
 }
 
 /// A prover device and the unit its first worker is on.
@@ -108,6 +111,11 @@ pub struct DeviceStatus {
     pub name: String,
     pub memory_total_bytes: u64,
     pub memory_free_bytes: u64,
+    /// The backend's device-memory budget and what partitions and keys hold of it.
+    pub vram_budget_bytes: u64,
+    pub vram_reserved_bytes: u64,
+    /// Where proving keys live on this device.
+    pub params_residency: String,
     pub current_job: Option<JobId>,
     pub current_kind: Option<String>,
 }
@@ -121,7 +129,8 @@ pub(crate) struct Shared {
     pub timeline: Timeline,
     pub synth_queue: UnitQueue<SynthUnit>,
     pub prove_queue: UnitQueue<ProveUnit>,
-    pub device_lock: Mutex<()>,
+    /// One lock per device for backends that do not lock their kernel region themselves.
+    pub device_locks: Vec<Mutex<()>>,
     pub synth_pool: rayon::ThreadPool,
     pub counters: [AtomicU64; 3],
     pub jobs: Mutex<Jobs>,
@@ -207,19 +216,22 @@ impl Engine {
         }
         tracing::info!(backend = backend.name(), budget_bytes, "engine starting");
         let budget = MemoryBudget::new(budget_bytes);
+        let nice = config.synthesis_nice;
         let synth_pool = rayon::ThreadPoolBuilder::new()
             .num_threads(config.synthesis_threads)
             .thread_name(|i| format!("synth-pool-{i}"))
+            .start_handler(move |_| lower_priority(nice))
             .build()
             .context("building the synthesis thread pool")?;
+        let devices = backend.devices().len().max(1);
         let shared = Arc::new(Shared {
+            device_locks: (0..devices).map(|_| Mutex::new(())).collect(),
             backend,
             srs: SrsStore::new(params, budget.clone()),
             budget,
             timeline: Timeline::new(),
             synth_queue: UnitQueue::new(usize::MAX),
             prove_queue: UnitQueue::new(config.prove_queue_depth),
-            device_lock: Mutex::new(()),
             synth_pool,
             counters: Default::default(),
             jobs: Mutex::default(),
@@ -233,11 +245,13 @@ impl Engine {
                 workers::synthesis_loop(&s, w)
             })?);
         }
-        for w in 0..shared.config.prover_workers_per_device {
-            let s = shared.clone();
-            threads.push(spawn(format!("prover-0-{w}"), move || {
-                workers::prover_loop(&s, 0, w)
-            })?);
+        for d in 0..devices {
+            for w in 0..shared.config.prover_workers_per_device {
+                let s = shared.clone();
+                threads.push(spawn(format!("prover-{d}-{w}"), move || {
+                    workers::prover_loop(&s, d, w)
+                })?);
+            }
         }
         Ok(Self { shared, threads })
     }
@@ -440,6 +454,8 @@ impl Engine {
             memory_used_bytes: s.budget.used(),
             backend: s.backend.name().to_string(),
             devices: self.devices(&jobs),
+            pinned_memory_bytes: s.backend.pinned_memory().0,
+            pinned_memory_limit_bytes: s.backend.pinned_memory().1,
         }
     }
 
@@ -449,8 +465,9 @@ impl Engine {
             .backend
             .devices()
             .into_iter()
-            .map(|d| {
-                let prefix = format!("prover-{}-", d.ordinal);
+            .enumerate()
+            .map(|(index, d)| {
+                let prefix = format!("prover-{index}-");
                 let current = st.workers.iter().find_map(|(name, unit)| {
                     unit.filter(|_| name.starts_with(&prefix)).map(|u| u.0)
                 });
@@ -462,6 +479,9 @@ impl Engine {
                     name: d.name,
                     memory_total_bytes: d.memory_total_bytes,
                     memory_free_bytes: d.memory_free_bytes,
+                    vram_budget_bytes: d.budget_bytes,
+                    vram_reserved_bytes: d.reserved_bytes,
+                    params_residency: d.residency,
                     current_job: current,
                     current_kind: kind,
                 }
@@ -503,6 +523,22 @@ impl Engine {
 impl Drop for Engine {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+/// Lowers this thread's scheduling priority (on Linux `setpriority` applies to the calling
+/// thread only); failure is harmless, so it is only logged.
+fn lower_priority(nice: i32) {
+    if nice == 0 {
+        return;
+    }
+    // SAFETY: plain syscall on the calling thread.
+    let r = unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, nice) };
+    if r != 0 {
+        tracing::debug!(
+            "setpriority({nice}) failed: {}",
+            std::io::Error::last_os_error()
+        );
     }
 }
 

@@ -14,7 +14,7 @@ mod timeline;
 mod workers;
 
 pub use budget::{MemoryBudget, Reservation};
-pub use config::{BudgetSetting, EngineConfig};
+pub use config::{parse_bytes, BudgetSetting, EngineConfig};
 pub use engine::{
     DeviceStatus, Engine, EngineStatus, JobRequest, KindCounts, ParamsDir, ParamsSource,
 };

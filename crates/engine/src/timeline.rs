@@ -20,6 +20,8 @@ pub enum StageEvent {
     JobDone,
     JobFailed,
     JobCancelled,
+    /// A timed phase of a proof on a device ("h2d", "ntt", "msm", ...); `t_ms` is its start.
+    GpuPhase,
 }
 
 /// One event; `t_ms` is monotonic milliseconds since the engine started.
@@ -39,6 +41,8 @@ pub struct TimelineEvent {
     pub duration_ms: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lock_wait_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phase: Option<&'static str>,
 }
 
 impl TimelineEvent {
@@ -52,6 +56,7 @@ impl TimelineEvent {
             device: None,
             duration_ms: None,
             lock_wait_ms: None,
+            phase: None,
         }
     }
 
@@ -79,6 +84,11 @@ impl TimelineEvent {
         self.lock_wait_ms = Some(ms);
         self
     }
+
+    pub fn phase(mut self, name: &'static str) -> Self {
+        self.phase = Some(name);
+        self
+    }
 }
 
 /// Most events kept in memory; older ones are still in the log.
@@ -97,8 +107,13 @@ impl Timeline {
         }
     }
 
-    pub fn record(&self, mut e: TimelineEvent) {
-        e.t_ms = self.start.elapsed().as_secs_f64() * 1e3;
+    pub fn record(&self, e: TimelineEvent) {
+        self.record_at(Instant::now(), e);
+    }
+
+    /// Records an event that happened at `at` (e.g. a device phase measured afterwards).
+    pub fn record_at(&self, at: Instant, mut e: TimelineEvent) {
+        e.t_ms = at.saturating_duration_since(self.start).as_secs_f64() * 1e3;
         tracing::info!(target: "timeline", "TIMELINE {}", serde_json::to_string(&e).unwrap_or_default());
         let mut ev = self.events.lock().unwrap_or_else(|e| e.into_inner());
         if ev.len() == KEEP {

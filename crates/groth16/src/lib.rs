@@ -25,6 +25,8 @@ pub mod verify;
 pub use blstrs::{Bls12, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 pub use error::{Error, Result};
 pub use proof::Proof;
-pub use prover::{CpuBackend, DeviceInfo, ProofRandomness, ProverBackend, QuerySums};
+pub use prover::{
+    CpuBackend, DeviceInfo, Phase, ProofRandomness, ProveReport, ProverBackend, QuerySums,
+};
 pub use srs::{ProvingKey, ReadOptions, VerifyingKey};
-pub use synthesis::{synthesize, Density, Witness, WitnessBuilder};
+pub use synthesis::{synthesize, Density, HostPinner, ScalarPool, Witness, WitnessBuilder};

@@ -53,8 +53,8 @@ pub fn status_response(s: &EngineStatus) -> pb::GetStatusResponse {
         total_proofs_completed: s.completed,
         total_proofs_failed: s.failed,
         uptime_seconds: s.uptime_secs as u64,
-        pinned_memory_bytes: 0,
-        pinned_memory_limit_bytes: 0,
+        pinned_memory_bytes: s.pinned_memory_bytes,
+        pinned_memory_limit_bytes: s.pinned_memory_limit_bytes,
     }
 }
 

@@ -16,6 +16,9 @@ pub enum BenchCommand {
     Local(LocalArgs),
     /// Multi-partition jobs through the engine vs one partition after another.
     Engine(super::bench_engine::EngineArgs),
+    /// Many partitions through the engine (GPU: 1 vs 2 workers per device), busy fraction and
+    /// per-phase times from the TIMELINE.
+    Pipeline(super::bench_pipeline::PipelineArgs),
     /// One proof through a running daemon: status and timings.
     Single(Box<zkforge_bench_client::cli::SingleArgs>),
     /// COUNT proofs through a daemon, CONCURRENCY in flight: per-proof timings, throughput.
@@ -41,6 +44,7 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<()> {
     let args = match cmd {
         BenchCommand::Local(args) => args,
         BenchCommand::Engine(args) => return super::bench_engine::run(args),
+        BenchCommand::Pipeline(args) => return super::bench_pipeline::run(args),
         BenchCommand::Single(args) => return zkforge_bench_client::cli::run_single(*args),
         BenchCommand::Batch(args) => return zkforge_bench_client::cli::run_batch_command(*args),
         BenchCommand::Sweep(args) => return zkforge_bench_client::cli::run_sweep_command(*args),

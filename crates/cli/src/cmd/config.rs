@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use serde::{Deserialize, Serialize};
-use zkforge_engine::EngineConfig;
+use zkforge_cuda::CudaOptions;
+use zkforge_engine::{parse_bytes, EngineConfig};
 
 /// The `[daemon]` table.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -30,12 +31,56 @@ impl Default for DaemonSection {
     }
 }
 
+/// The `[gpu]` table: what the CUDA backend uses (ignored by the CPU backend).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GpuSection {
+    pub devices: String,
+    pub vram_margin: String,
+    pub params_residency: String,
+    pub staging_pool: String,
+}
+
+impl Default for GpuSection {
+    fn default() -> Self {
+        Self {
+            devices: "all".into(),
+            vram_margin: "2GiB".into(),
+            params_residency: "auto".into(),
+            staging_pool: "32GiB".into(),
+        }
+    }
+}
+
+impl GpuSection {
+    /// The typed options, with each bad value named.
+    pub fn options(&self) -> Result<CudaOptions> {
+        let err = |e: String| anyhow::anyhow!(e);
+        Ok(CudaOptions {
+            devices: zkforge_cuda::parse_devices(&self.devices).map_err(err)?,
+            vram_margin: parse_bytes(&self.vram_margin).context("gpu.vram_margin")?,
+            residency: self.params_residency.parse().map_err(err)?,
+            staging_pool_bytes: parse_bytes(&self.staging_pool).context("gpu.staging_pool")?,
+        })
+    }
+
+    pub fn describe(&self) -> Vec<String> {
+        vec![
+            format!("devices = {:?}", self.devices),
+            format!("vram_margin = {:?}", self.vram_margin),
+            format!("params_residency = {:?}", self.params_residency),
+            format!("staging_pool = {:?}", self.staging_pool),
+        ]
+    }
+}
+
 /// A whole configuration file.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     pub daemon: DaemonSection,
     pub engine: EngineConfig,
+    pub gpu: GpuSection,
 }
 
 impl Config {
@@ -70,6 +115,7 @@ pub fn run(cmd: ConfigCommand) -> Result<()> {
     let ConfigCommand::Print(args) = cmd;
     let config = Config::load(args.config.as_deref())?;
     config.engine.validate()?;
+    config.gpu.options()?;
     print!("{}", config.to_toml());
     Ok(())
 }
@@ -96,5 +142,21 @@ mod tests {
         assert!(err.to_string().contains("synthesis_wrokers"), "{err}");
         let err = toml::from_str::<Config>("[demon]\n").unwrap_err();
         assert!(err.to_string().contains("demon"), "{err}");
+    }
+
+    #[test]
+    fn gpu_settings_are_checked() {
+        let gpu = GpuSection::default().options().unwrap();
+        assert_eq!(gpu, CudaOptions::default());
+        let bad = GpuSection {
+            params_residency: "disk".into(),
+            ..Default::default()
+        };
+        assert!(format!("{:#}", bad.options().unwrap_err()).contains("disk"));
+        let bad = GpuSection {
+            vram_margin: "lots".into(),
+            ..Default::default()
+        };
+        assert!(format!("{:#}", bad.options().unwrap_err()).contains("vram_margin"));
     }
 }

@@ -63,7 +63,11 @@ pub fn run(args: DaemonArgs) -> Result<()> {
     let explicit = (!config.daemon.params.is_empty()).then(|| PathBuf::from(&config.daemon.params));
     let dir = params::parameter_dir(explicit.as_deref());
     tracing::info!(params = %dir.display(), "parameter directory");
-    let backend = backend::select(backend_arg, config.engine.prover_threads)?;
+    let gpu = config.gpu.options()?;
+    for line in config.gpu.describe() {
+        tracing::info!("gpu config: {line}");
+    }
+    let backend = backend::select_with(backend_arg, config.engine.prover_threads, &gpu)?;
     let engine = Arc::new(Engine::start(
         config.engine,
         backend,

@@ -3,6 +3,7 @@
 pub mod backend;
 pub mod bench;
 mod bench_engine;
+mod bench_pipeline;
 pub mod config;
 pub mod daemon;
 pub mod demo;

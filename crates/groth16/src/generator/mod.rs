@@ -7,6 +7,9 @@
 
 mod assembly;
 mod fixed_base;
+mod tiled;
+
+pub use tiled::tiled_key_for;
 
 use bellpepper_core::{Circuit, ConstraintSystem};
 use blstrs::{G1Projective, G2Projective, Scalar};

@@ -7,6 +7,8 @@ use rayon::ThreadPool;
 use super::{ProverBackend, QuerySums};
 use crate::msm::{msm, msm_with_density, G1, G2};
 use crate::poly::h_coefficients;
+use std::mem::take;
+
 use crate::{Error, ProvingKey, Result, Witness};
 
 /// Proves on the CPU. With no pool given it runs on the caller's rayon pool.
@@ -36,44 +38,34 @@ impl CpuBackend {
         })
     }
 
-    fn sums(pk: &ProvingKey, w: Witness) -> Result<QuerySums> {
-        let Witness {
-            a,
-            b,
-            c,
-            inputs,
-            aux,
-            a_aux_density,
-            b_input_density,
-            b_aux_density,
-        } = w;
+    fn sums(pk: &ProvingKey, mut w: Witness) -> Result<QuerySums> {
+        // The h step consumes a, b, c; pooled buffers must go back to their pool whole.
+        let (a, b, c) = if w.recycle.0.is_some() {
+            (w.a.clone(), w.b.clone(), w.c.clone())
+        } else {
+            (take(&mut w.a), take(&mut w.b), take(&mut w.c))
+        };
+        let (inputs, aux) = (&w.inputs[..], &w.aux[..]);
         let t = std::time::Instant::now();
         let h = h_coefficients(a, b, c)?;
         let h_ms = t.elapsed().as_secs_f64() * 1e3;
         let t = std::time::Instant::now();
         let n_in = inputs.len();
-        let b_in = b_input_density.count();
+        let b_in = w.b_input_density.count();
         let ((h_sum, l), (a, (b_g1, b_g2))) = rayon::join(
-            || (msm::<G1>(&pk.h, &h), msm::<G1>(&pk.l, &aux)),
+            || (msm::<G1>(&pk.h, &h), msm::<G1>(&pk.l, aux)),
             || {
-                let a = msm::<G1>(&pk.a[..n_in], &inputs)
-                    + msm_with_density::<G1>(&pk.a[n_in..], &aux, &a_aux_density);
-                let b_g1 = msm_with_density::<G1>(&pk.b_g1[..b_in], &inputs, &b_input_density)
-                    + msm_with_density::<G1>(&pk.b_g1[b_in..], &aux, &b_aux_density);
-                let b_g2 = msm_with_density::<G2>(&pk.b_g2[..b_in], &inputs, &b_input_density)
-                    + msm_with_density::<G2>(&pk.b_g2[b_in..], &aux, &b_aux_density);
+                let a = msm::<G1>(&pk.a[..n_in], inputs)
+                    + msm_with_density::<G1>(&pk.a[n_in..], aux, &w.a_aux_density);
+                let b_g1 = msm_with_density::<G1>(&pk.b_g1[..b_in], inputs, &w.b_input_density)
+                    + msm_with_density::<G1>(&pk.b_g1[b_in..], aux, &w.b_aux_density);
+                let b_g2 = msm_with_density::<G2>(&pk.b_g2[..b_in], inputs, &w.b_input_density)
+                    + msm_with_density::<G2>(&pk.b_g2[b_in..], aux, &w.b_aux_density);
                 (a, (b_g1, b_g2))
             },
         );
         let msm_ms = t.elapsed().as_secs_f64() * 1e3;
-        crate::reaper::drop_later((
-            h,
-            aux,
-            inputs,
-            a_aux_density,
-            b_input_density,
-            b_aux_density,
-        ));
+        crate::reaper::drop_later((h, w));
         tracing::debug!(h_ms, msm_ms, "cpu query sums");
         Ok(QuerySums {
             h: h_sum,

@@ -46,6 +46,32 @@ pub struct DeviceInfo {
     pub name: String,
     pub memory_total_bytes: u64,
     pub memory_free_bytes: u64,
+    /// Device memory the backend may reserve, and how much it holds now.
+    pub budget_bytes: u64,
+    pub reserved_bytes: u64,
+    pub reserved_peak_bytes: u64,
+    /// Where parameters live on this device, e.g. "vram: 1 key (6.10 GiB)".
+    pub residency: String,
+}
+
+/// One timed phase of a proof on a device (e.g. "h2d", "ntt", "msm"), for the TIMELINE.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Phase {
+    pub name: &'static str,
+    /// Start, in milliseconds after the backend call began (host clock).
+    pub start_ms: f64,
+    /// Length measured with device events.
+    pub duration_ms: f64,
+}
+
+/// What one proof's device work looked like: lock wait and timed phases.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ProveReport {
+    /// Time spent waiting for the device's kernel lock (backends that lock themselves).
+    pub lock_wait_ms: f64,
+    /// Time the lock was held.
+    pub locked_ms: f64,
+    pub phases: Vec<Phase>,
 }
 
 /// Where the heavy work of a proof runs (CPU or GPU).
@@ -57,8 +83,36 @@ pub trait ProverBackend: Send + Sync {
         Vec::new()
     }
 
+    /// True when the backend serializes its device-exclusive region itself (a kernel lock), so
+    /// several workers may call it at once; otherwise the caller holds a lock per device.
+    fn locks_devices(&self) -> bool {
+        false
+    }
+
+    /// The pool synthesis should draw witness buffers from (pinned for GPU backends).
+    fn scalar_pool(&self) -> Option<std::sync::Arc<crate::ScalarPool>> {
+        None
+    }
+
+    /// Page-locked host bytes held for staging, and the most it keeps idle.
+    fn pinned_memory(&self) -> (u64, u64) {
+        (0, 0)
+    }
+
     /// Computes the query sums; the key has already been checked to fit the witness.
     fn query_sums(&self, pk: &ProvingKey, witness: Witness) -> Result<QuerySums>;
+
+    /// As `query_sums`, on device `device` (an index into `devices()`), filling `report`.
+    fn query_sums_on(
+        &self,
+        device: usize,
+        pk: &ProvingKey,
+        witness: Witness,
+        report: &mut ProveReport,
+    ) -> Result<QuerySums> {
+        let _ = (device, report);
+        self.query_sums(pk, witness)
+    }
 }
 
 /// Proves one synthesized circuit.
@@ -70,6 +124,20 @@ pub fn prove(
 ) -> Result<Proof> {
     pk.check_fits(&witness)?;
     let sums = backend.query_sums(pk, witness)?;
+    assemble(&pk.vk, &sums, randomness)
+}
+
+/// Proves one synthesized circuit on one device of the backend, reporting its phases.
+pub fn prove_on(
+    backend: &dyn ProverBackend,
+    device: usize,
+    pk: &ProvingKey,
+    witness: Witness,
+    randomness: ProofRandomness,
+    report: &mut ProveReport,
+) -> Result<Proof> {
+    pk.check_fits(&witness)?;
+    let sums = backend.query_sums_on(device, pk, witness, report)?;
     assemble(&pk.vk, &sums, randomness)
 }
 

@@ -6,6 +6,9 @@ use bellpepper_core::{
 use blstrs::Scalar;
 use ff::Field;
 
+use std::sync::Arc;
+
+use super::pool::{self, ScalarPool};
 use super::Density;
 use crate::{Error, Result};
 
@@ -22,6 +25,34 @@ pub struct Witness {
     pub a_aux_density: Density,
     pub b_input_density: Density,
     pub b_aux_density: Density,
+    /// Where a, b, c and aux go back to when the witness is dropped.
+    pub recycle: Recycle,
+}
+
+/// The pool a witness's buffers came from; compares equal whatever it holds.
+#[derive(Clone, Default)]
+pub struct Recycle(pub Option<Arc<ScalarPool>>);
+
+impl PartialEq for Recycle {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for Recycle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "pooled" } else { "owned" })
+    }
+}
+
+impl Drop for Witness {
+    fn drop(&mut self) {
+        if let Some(pool) = self.recycle.0.take() {
+            for v in [&mut self.a, &mut self.b, &mut self.c, &mut self.aux] {
+                pool.give(std::mem::take(v));
+            }
+        }
+    }
 }
 
 impl Witness {
@@ -38,6 +69,41 @@ impl Witness {
             + (self.aux.len() * 2 + self.inputs.len()) / 8
     }
 
+    /// A copy whose big vectors come from the pool installed on this thread (if any), copied
+    /// in parallel: how benchmarks replay one prepared witness as many partitions.
+    pub fn copy_pooled(&self) -> Witness {
+        use rayon::prelude::*;
+        let pool = pool::current_pool();
+        let mut w = Witness::default();
+        for (dst, src) in [
+            (&mut w.a, &self.a),
+            (&mut w.b, &self.b),
+            (&mut w.c, &self.c),
+            (&mut w.aux, &self.aux),
+        ] {
+            if let Some(p) = &pool {
+                *dst = p.take();
+            }
+            pool::reserve(dst, src.len(), pool.as_deref());
+            dst.spare_capacity_mut()[..src.len()]
+                .par_chunks_mut(1 << 16)
+                .zip(src.par_chunks(1 << 16))
+                .for_each(|(d, s)| {
+                    for (d, s) in d.iter_mut().zip(s) {
+                        d.write(*s);
+                    }
+                });
+            // SAFETY: the first src.len() elements were just written.
+            unsafe { dst.set_len(src.len()) };
+        }
+        w.inputs.clone_from(&self.inputs);
+        w.a_aux_density = self.a_aux_density.clone();
+        w.b_input_density = self.b_input_density.clone();
+        w.b_aux_density = self.b_aux_density.clone();
+        w.recycle = Recycle(pool);
+        w
+    }
+
     /// Bytes a witness of this shape occupies, for reserving memory before synthesis.
     pub fn estimated_bytes(constraints: usize, inputs: usize, aux: usize) -> usize {
         (3 * constraints + inputs + aux) * std::mem::size_of::<Scalar>() + (2 * aux + inputs) / 8
@@ -46,8 +112,13 @@ impl Witness {
 
 /// Synthesizes `circuit` the way bellperson's prover does: ONE as input 0, the circuit, then one
 /// `input * 0 = 0` constraint per public input (so A is never zero at an input).
+///
+/// The big vectors come from the pool installed with [`pool::with_pool`], if any.
 pub fn synthesize<C: Circuit<Scalar>>(circuit: C) -> Result<Witness> {
-    let mut cs = WitnessBuilder::new();
+    let mut cs = match pool::current_pool() {
+        Some(p) => WitnessBuilder::pooled(p),
+        None => WitnessBuilder::new(),
+    };
     cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
     circuit.synthesize(&mut cs)?;
     cs.finish()
@@ -73,7 +144,18 @@ impl WitnessBuilder {
             a_aux_density: Density::with_capacity(aux),
             b_input_density: Density::with_capacity(inputs),
             b_aux_density: Density::with_capacity(aux),
+            recycle: Recycle(None),
         };
+        Self { w, fault: None }
+    }
+
+    /// Draws a, b, c and aux from `pool`; the witness gives them back when dropped.
+    pub fn pooled(pool: Arc<ScalarPool>) -> Self {
+        let mut w = Witness::default();
+        for v in [&mut w.a, &mut w.b, &mut w.c, &mut w.aux] {
+            *v = pool.take();
+        }
+        w.recycle = Recycle(Some(pool));
         Self { w, fault: None }
     }
 
@@ -84,7 +166,7 @@ impl WitnessBuilder {
         }
         match self.fault {
             Some(f) => Err(Error::Synthesis(f)),
-            None => Ok(self.w),
+            None => Ok(std::mem::take(&mut self.w)),
         }
     }
 
@@ -156,7 +238,8 @@ impl ConstraintSystem<Scalar> for WitnessBuilder {
         A: FnOnce() -> AR,
         AR: Into<String>,
     {
-        self.w.aux.push(f()?);
+        let value = f()?;
+        pool::push(&mut self.w.aux, value, self.w.recycle.0.as_deref());
         self.w.a_aux_density.push(false);
         self.w.b_aux_density.push(false);
         Ok(Variable(Index::Aux(self.w.aux.len() - 1)))
@@ -196,9 +279,10 @@ impl ConstraintSystem<Scalar> for WitnessBuilder {
         self.w.b_input_density = b_in;
         self.w.b_aux_density = b_aux;
 
-        self.w.a.push(va);
-        self.w.b.push(vb);
-        self.w.c.push(vc);
+        let pool = self.w.recycle.0.as_deref();
+        pool::push(&mut self.w.a, va, pool);
+        pool::push(&mut self.w.b, vb, pool);
+        pool::push(&mut self.w.c, vc, pool);
     }
 
     fn push_namespace<NR, N>(&mut self, _: N)
@@ -225,13 +309,19 @@ impl ConstraintSystem<Scalar> for WitnessBuilder {
             .b_input_density
             .extend(&other.w.b_input_density, true);
         self.w.b_aux_density.extend(&other.w.b_aux_density, false);
-        self.w.a.extend_from_slice(&other.w.a);
-        self.w.b.extend_from_slice(&other.w.b);
-        self.w.c.extend_from_slice(&other.w.c);
+        let pool = self.w.recycle.0.as_deref();
+        for (mine, theirs) in [
+            (&mut self.w.a, &other.w.a),
+            (&mut self.w.b, &other.w.b),
+            (&mut self.w.c, &other.w.c),
+            (&mut self.w.aux, &other.w.aux),
+        ] {
+            pool::reserve(mine, theirs.len(), pool);
+            mine.extend_from_slice(theirs);
+        }
         self.w
             .inputs
             .extend_from_slice(other.w.inputs.get(1..).unwrap_or_default());
-        self.w.aux.extend_from_slice(&other.w.aux);
         if self.fault.is_none() {
             self.fault.clone_from(&other.fault);
         }

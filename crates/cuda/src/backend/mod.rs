@@ -1,0 +1,136 @@
+//! The CUDA prover backend: several workers per GPU that overlap their uploads with each
+//! other's kernels, a VRAM budget per GPU, proving keys resident in VRAM (or streamed), and
+//! witness buffers page-locked once and reused.
+
+mod gpu;
+mod partition;
+mod pinner;
+mod streamed;
+
+use std::sync::Arc;
+
+use zkforge_groth16::{
+    DeviceInfo, Error, ProveReport, ProverBackend, ProvingKey, QuerySums, ScalarPool, Witness,
+};
+
+use crate::options::CudaOptions;
+use crate::{CudaDevice, CudaError};
+use gpu::Gpu;
+use pinner::CudaPinner;
+
+/// Device bytes one partition of `w` reserves on a GPU (for tests and capacity planning).
+pub fn partition_footprint(w: &Witness) -> u64 {
+    let domain = zkforge_groth16::poly::Domain::for_len(w.a.len()).map_or(0, |d| d.n);
+    partition::footprint(
+        domain,
+        w.aux.len(),
+        w.a_aux_density.count(),
+        w.b_aux_density.count(),
+    )
+}
+
+/// Proves on one or more GPUs.
+pub struct CudaBackend {
+    gpus: Vec<Gpu>,
+    pool: Arc<ScalarPool>,
+}
+
+fn backend_err(e: CudaError) -> Error {
+    Error::Backend {
+        backend: "cuda",
+        message: e.to_string(),
+    }
+}
+
+impl CudaBackend {
+    /// One GPU with default options.
+    pub fn open(ordinal: usize) -> Result<Self, CudaError> {
+        Self::with_options(&CudaOptions {
+            devices: vec![ordinal],
+            ..Default::default()
+        })
+    }
+
+    /// The GPUs `options.devices` names (all of them when empty).
+    pub fn with_options(options: &CudaOptions) -> Result<Self, CudaError> {
+        let ordinals = if options.devices.is_empty() {
+            (0..CudaDevice::device_count()).collect()
+        } else {
+            options.devices.clone()
+        };
+        if ordinals.is_empty() {
+            return Err(CudaError::NoDriver);
+        }
+        let gpus = ordinals
+            .iter()
+            .map(|&o| Gpu::open(o, options.vram_margin, options.residency))
+            .collect::<Result<Vec<_>, _>>()?;
+        let pinner = Arc::new(CudaPinner {
+            ctx: gpus[0].main.ctx.clone(),
+        });
+        let pool = ScalarPool::new(Some(pinner), options.staging_pool_bytes as usize);
+        Ok(Self { gpus, pool })
+    }
+
+    /// The first GPU.
+    pub fn device(&self) -> &CudaDevice {
+        &self.gpus[0].main
+    }
+}
+
+impl ProverBackend for CudaBackend {
+    fn name(&self) -> &'static str {
+        "cuda"
+    }
+
+    fn devices(&self) -> Vec<DeviceInfo> {
+        self.gpus
+            .iter()
+            .map(|g| DeviceInfo {
+                ordinal: g.ordinal as u32,
+                name: g.main.name(),
+                memory_total_bytes: g.main.vram_total() as u64,
+                memory_free_bytes: g.main.vram_free().unwrap_or(0) as u64,
+                budget_bytes: g.vram.total(),
+                reserved_bytes: g.vram.used(),
+                reserved_peak_bytes: g.vram.peak(),
+                residency: g.residency_summary(),
+            })
+            .collect()
+    }
+
+    fn locks_devices(&self) -> bool {
+        true
+    }
+
+    fn scalar_pool(&self) -> Option<Arc<ScalarPool>> {
+        Some(self.pool.clone())
+    }
+
+    fn pinned_memory(&self) -> (u64, u64) {
+        (
+            self.pool.pinned_bytes() as u64,
+            self.pool.max_idle_bytes() as u64,
+        )
+    }
+
+    fn query_sums(&self, pk: &ProvingKey, witness: Witness) -> zkforge_groth16::Result<QuerySums> {
+        self.query_sums_on(0, pk, witness, &mut ProveReport::default())
+    }
+
+    fn query_sums_on(
+        &self,
+        device: usize,
+        pk: &ProvingKey,
+        witness: Witness,
+        report: &mut ProveReport,
+    ) -> zkforge_groth16::Result<QuerySums> {
+        let gpu = self.gpus.get(device).ok_or_else(|| {
+            backend_err(CudaError::Invalid(format!(
+                "device index {device}, but {} GPU(s) are open",
+                self.gpus.len()
+            )))
+        })?;
+        partition::query_sums(gpu, pk, witness, report).map_err(backend_err)
+    }
+}

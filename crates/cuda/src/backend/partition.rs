@@ -1,0 +1,179 @@
+//! One partition on one GPU: host preparation and uploads outside the kernel lock, then the
+//! h step and the five MSMs inside it, each phase timed with device events.
+
+use std::time::Instant;
+
+use blstrs::{G1Projective, G2Projective};
+use zkforge_groth16::msm::{msm, msm_with_density, G1, G2};
+use zkforge_groth16::poly::Domain;
+use zkforge_groth16::{reaper, Phase, ProveReport, ProvingKey, QuerySums, Witness};
+
+use super::gpu::{lock, Gpu, HostQueries, KeyBases, Placement};
+use super::streamed::msm_streamed;
+use crate::device::{CudaDevice, DeviceScalars};
+use crate::{msm as gpu_msm, CudaError};
+
+/// Device bytes one partition may use at its peak: the uploads (a, b, c padded to the domain,
+/// the assignment and its two compactions) plus the largest MSM's scratch.
+pub(crate) fn footprint(domain: usize, aux: usize, a_aux: usize, b_aux: usize) -> u64 {
+    let uploads = 32 * (3 * domain + aux + a_aux + b_aux) as u64;
+    let scratch =
+        gpu_msm::scratch_bytes(domain.max(aux), 24).max(gpu_msm::scratch_bytes(b_aux, 48));
+    uploads + scratch + (64 << 20)
+}
+
+/// The witness on the device.
+struct Uploaded {
+    a: DeviceScalars,
+    b: DeviceScalars,
+    c: DeviceScalars,
+    aux: DeviceScalars,
+    a_aux: DeviceScalars,
+    b_aux: DeviceScalars,
+}
+
+/// The public-input side of the A and B queries, summed on the host (a few hundred terms).
+struct InputSums {
+    n_in: usize,
+    b_in: usize,
+    a: G1Projective,
+    b_g1: G1Projective,
+    b_g2: G2Projective,
+}
+
+fn input_sums(pk: &ProvingKey, w: &Witness) -> InputSums {
+    let (n_in, b_in) = (w.inputs.len(), w.b_input_density.count());
+    InputSums {
+        n_in,
+        b_in,
+        a: msm::<G1>(&pk.a[..n_in], &w.inputs),
+        b_g1: msm_with_density::<G1>(&pk.b_g1[..b_in], &w.inputs, &w.b_input_density),
+        b_g2: msm_with_density::<G2>(&pk.b_g2[..b_in], &w.inputs, &w.b_input_density),
+    }
+}
+
+fn since(t0: Instant) -> f64 {
+    t0.elapsed().as_secs_f64() * 1e3
+}
+
+pub(crate) fn query_sums(
+    gpu: &Gpu,
+    pk: &ProvingKey,
+    w: Witness,
+    report: &mut ProveReport,
+) -> Result<QuerySums, CudaError> {
+    let t0 = Instant::now();
+    let domain = Domain::for_len(w.a.len())
+        .map_err(|e| CudaError::Invalid(e.to_string()))?
+        .n;
+    let (n_in, b_in) = (w.inputs.len(), w.b_input_density.count());
+    let (a_n, b_n) = (w.a_aux_density.count(), w.b_aux_density.count());
+    let bytes = footprint(domain, w.aux.len(), a_n, b_n);
+    let bases = gpu.bases(pk, n_in, b_in, bytes)?;
+    let inputs = input_sums(pk, &w);
+    let dev = gpu.handle()?;
+    let _vram = gpu.vram.reserve(bytes, "a partition")?;
+
+    let start = since(t0);
+    let (up, h2d_ms) = timed(&dev, |d| upload(d, &w, domain))?;
+    report.phases.push(Phase {
+        name: "h2d",
+        start_ms: start,
+        duration_ms: h2d_ms,
+    });
+    // The copies are complete: the buffers go back to the pool (off this thread).
+    reaper::drop_later(w);
+
+    let waited = Instant::now();
+    let _kernels = lock(&gpu.kernel_lock);
+    report.lock_wait_ms = since(waited);
+    let locked = Instant::now();
+    let sums = kernels(&dev, pk, &bases, up, inputs, t0, report);
+    report.locked_ms = since(locked);
+    sums
+}
+
+/// Runs `f` on `dev`'s stream and returns its result with the device time it took.
+fn timed<R>(
+    dev: &CudaDevice,
+    f: impl FnOnce(&CudaDevice) -> Result<R, CudaError>,
+) -> Result<(R, f64), CudaError> {
+    let a = dev.mark()?;
+    let r = f(dev)?;
+    let b = dev.mark()?;
+    b.synchronize()?;
+    Ok((r, a.elapsed_ms(&b)? as f64))
+}
+
+fn upload(d: &CudaDevice, w: &Witness, domain: usize) -> Result<Uploaded, CudaError> {
+    let aux = d.upload_padded(&w.aux, w.aux.len())?;
+    let a_aux = d.gather_by_density(&aux, &w.a_aux_density)?;
+    let b_aux = d.gather_by_density(&aux, &w.b_aux_density)?;
+    Ok(Uploaded {
+        a: d.upload_padded(&w.a, domain)?,
+        b: d.upload_padded(&w.b, domain)?,
+        c: d.upload_padded(&w.c, domain)?,
+        aux,
+        a_aux,
+        b_aux,
+    })
+}
+
+fn kernels(
+    dev: &CudaDevice,
+    pk: &ProvingKey,
+    bases: &KeyBases,
+    up: Uploaded,
+    inputs: InputSums,
+    t0: Instant,
+    report: &mut ProveReport,
+) -> Result<QuerySums, CudaError> {
+    let Uploaded {
+        a,
+        b,
+        c,
+        aux,
+        a_aux,
+        b_aux,
+    } = up;
+    let InputSums {
+        n_in,
+        b_in,
+        a: a_in,
+        b_g1: b_g1_in,
+        b_g2: b_g2_in,
+    } = inputs;
+    let start = since(t0);
+    let (h, ntt_ms) = timed(dev, |d| d.h_from_device(a, b, c))?;
+    report.phases.push(Phase {
+        name: "ntt",
+        start_ms: start,
+        duration_ms: ntt_ms,
+    });
+    let start = since(t0);
+    let (sums, msm_ms) = timed(dev, |d| match &bases.placement {
+        Placement::Resident(q) => Ok(QuerySums {
+            h: d.msm_g1_resident(&q.h, &h)?,
+            l: d.msm_g1_resident(&q.l, &aux)?,
+            a: d.msm_g1_resident(&q.a_aux, &a_aux)? + a_in,
+            b_g1: d.msm_g1_resident(&q.b_g1_aux, &b_aux)? + b_g1_in,
+            b_g2: d.msm_g2_resident(&q.b_g2_aux, &b_aux)? + b_g2_in,
+        }),
+        Placement::Streamed => {
+            let q = HostQueries::of(pk, n_in, b_in);
+            Ok(QuerySums {
+                h: msm_streamed::<gpu_msm::G1>(d, q.h, 12, &h)?,
+                l: msm_streamed::<gpu_msm::G1>(d, q.l, 12, &aux)?,
+                a: msm_streamed::<gpu_msm::G1>(d, q.a_aux, 12, &a_aux)? + a_in,
+                b_g1: msm_streamed::<gpu_msm::G1>(d, q.b_g1_aux, 12, &b_aux)? + b_g1_in,
+                b_g2: msm_streamed::<gpu_msm::G2>(d, q.b_g2_aux, 24, &b_aux)? + b_g2_in,
+            })
+        }
+    })?;
+    report.phases.push(Phase {
+        name: "msm",
+        start_ms: start,
+        duration_ms: msm_ms,
+    });
+    Ok(sums)
+}

@@ -1,0 +1,62 @@
+//! MSMs over bases that stay in host memory: a loader thread uploads the next chunk on its own
+//! stream while the current chunk's MSM runs, so the copy hides behind the kernels.
+
+use std::sync::mpsc::sync_channel;
+
+use group::Group;
+
+use crate::device::{CudaDevice, DeviceScalars};
+use crate::msm::Curve;
+use crate::CudaError;
+
+/// Bases per chunk: 384 MiB of G1 or 768 MiB of G2 in flight per buffer (three at most).
+/// ZKFORGE_STREAM_CHUNK overrides it (tests use small chunks to cross many boundaries).
+fn chunk_len() -> usize {
+    std::env::var("ZKFORGE_STREAM_CHUNK")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&c: &usize| c > 0)
+        .unwrap_or(1 << 22)
+}
+
+/// Σ scalars[i]·bases[i] with `bases` on the host as u64 limbs (`limbs` per point).
+pub(crate) fn msm_streamed<C: Curve>(
+    dev: &CudaDevice,
+    bases: &[u64],
+    limbs: usize,
+    scalars: &DeviceScalars,
+) -> Result<C::Proj, CudaError> {
+    let n = scalars.len;
+    if n * limbs > bases.len() {
+        return Err(CudaError::Invalid(format!(
+            "{n} scalars but only {} bases",
+            bases.len() / limbs
+        )));
+    }
+    let chunk_len = chunk_len();
+    let loader = dev.fork()?;
+    let (tx, rx) = sync_channel(1);
+    std::thread::scope(|scope| {
+        scope.spawn(move || {
+            for start in (0..n).step_by(chunk_len) {
+                let len = chunk_len.min(n - start);
+                let chunk = &bases[start * limbs..(start + len) * limbs];
+                let uploaded = loader.stream.clone_htod(chunk).map_err(CudaError::from);
+                let failed = uploaded.is_err();
+                if tx.send(uploaded.map(|b| (start, len, b))).is_err() || failed {
+                    return;
+                }
+            }
+        });
+        let mut acc = C::Proj::identity();
+        for received in rx {
+            let (start, len, chunk) = received?;
+            // SAFETY: fully overwritten by the copy below.
+            let mut part = unsafe { dev.stream.alloc::<u64>(len * 4) }?;
+            dev.stream
+                .memcpy_dtod(&scalars.buf.slice(start * 4..(start + len) * 4), &mut part)?;
+            acc += dev.msm_core::<C>(&chunk, len, &part, len)?;
+        }
+        Ok(acc)
+    })
+}

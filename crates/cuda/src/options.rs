@@ -1,0 +1,93 @@
+//! What the CUDA backend is told at start: which GPUs, how much of their memory, where
+//! parameters live, and how many pinned staging bytes to keep.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// Where a proving key's bases live while it is in use.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Residency {
+    /// In VRAM when they fit next to the partitions' working memory, else streamed.
+    #[default]
+    Auto,
+    /// Always in VRAM (a key that does not fit is an error).
+    Vram,
+    /// Always streamed from host memory through pinned staging buffers, chunk by chunk.
+    Host,
+}
+
+impl FromStr for Residency {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" => Ok(Self::Auto),
+            "vram" => Ok(Self::Vram),
+            "host" => Ok(Self::Host),
+            other => Err(format!(
+                "unknown params_residency {other:?} (use \"auto\", \"vram\" or \"host\")"
+            )),
+        }
+    }
+}
+
+impl fmt::Display for Residency {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Auto => "auto",
+            Self::Vram => "vram",
+            Self::Host => "host",
+        })
+    }
+}
+
+/// The CUDA backend's settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CudaOptions {
+    /// GPU ordinals to prove on; empty means every GPU the driver reports.
+    pub devices: Vec<usize>,
+    /// Device memory left free on each GPU (driver, other processes, fragmentation).
+    pub vram_margin: u64,
+    pub residency: Residency,
+    /// Idle page-locked witness buffers kept for reuse, in bytes.
+    pub staging_pool_bytes: u64,
+}
+
+impl Default for CudaOptions {
+    fn default() -> Self {
+        Self {
+            devices: Vec::new(),
+            vram_margin: 2 << 30,
+            residency: Residency::Auto,
+            staging_pool_bytes: 32 << 30,
+        }
+    }
+}
+
+/// Parses "all" or a comma-separated list of ordinals ("0,1").
+pub fn parse_devices(s: &str) -> Result<Vec<usize>, String> {
+    let t = s.trim();
+    if t.eq_ignore_ascii_case("all") || t.is_empty() {
+        return Ok(Vec::new());
+    }
+    t.split(',')
+        .map(|x| {
+            x.trim().parse::<usize>().map_err(|_| {
+                format!("devices: {x:?} is not a GPU ordinal (use \"all\" or \"0,1\")")
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_parse_and_bad_ones_are_named() {
+        assert_eq!(parse_devices("all").unwrap(), Vec::<usize>::new());
+        assert_eq!(parse_devices("0, 2").unwrap(), vec![0, 2]);
+        assert!(parse_devices("0,x").unwrap_err().contains("\"x\""));
+        assert_eq!("HOST".parse::<Residency>().unwrap(), Residency::Host);
+        assert!("disk".parse::<Residency>().unwrap_err().contains("disk"));
+    }
+}
