@@ -2,38 +2,10 @@
 # The GPU pipeline checks and benchmarks of issue #8, on a machine with a GPU.
 # Usage: scripts/gpu-pipeline.sh [STAGES] with STAGES e.g. "proofs,daemon" from proofs, daemon,
 # stress, bench (= b24 and b26) (default all).
-# Binaries: $BIN/{zkforge,backend_check} (default .gpucheck/, built with --features cuda;
-# *.gz is unpacked first). Logs, JSON and TIMELINE files are packed into $OUT/results.tgz
-# (the device tool brings back only a few files), with summary.txt beside it.
-set -uo pipefail
-root="$(cd "$(dirname "$0")/.." && pwd)"
-cd "$root"
+# Binaries zkforge and backend_check (built with --features cuda) and output as set up by
+# scripts/gpu-common.sh: logs, JSON and TIMELINE files end up in $OUT/results.tgz.
 what="${1:-all}"
-bin="${BIN:-.gpucheck}"
-final="${OUT:-$root/gpu-out}"
-work="${WORK:-/tmp/zkforge-gpu}"
-out="$work/out"
-mkdir -p "$final" "$out"
-for f in "$bin"/*.gz; do [ -e "$f" ] && gzip -dc "$f" > "$work/$(basename "$f" .gz)" && chmod +x "$work/$(basename "$f" .gz)"; done
-for b in zkforge backend_check; do [ -x "$work/$b" ] || cp "$bin/$b" "$work/$b" 2>/dev/null; done
-zk="$work/zkforge"
-export FIL_PROOFS_PARAMETER_CACHE="$work/params" ZKFORGE_CACHE="$work/cache"
-nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv > "$out/gpu.txt" 2>&1
-nproc >> "$out/gpu.txt"
-rc=0
-run() { # name, timeout, command...
-  local name=$1 t=$2; shift 2
-  echo "== $name: $*" | tee -a "$out/summary.txt"
-  local s=$(date +%s)
-  timeout "$t" "$@" > "$out/$name.log" 2>&1 || { echo "   FAILED rc=$?" | tee -a "$out/summary.txt"; rc=1; }
-  echo "   $(( $(date +%s) - s )) s" | tee -a "$out/summary.txt"
-}
-# GET http://127.0.0.1:$1/status without curl.
-http_status() {
-  exec 3<>"/dev/tcp/127.0.0.1/$1" || return 1
-  printf 'GET /status HTTP/1.0\r\nHost: localhost\r\n\r\n' >&3
-  cat <&3; exec 3<&-
-}
+source "$(dirname "$0")/gpu-common.sh"
 
 if [[ $what == *proofs* || $what == all ]]; then
   # CUDA bytes == CPU bytes (synthetic, 2 KiB PoRep/PoSt/Snap), concurrent pinned workers,
@@ -77,7 +49,4 @@ if [[ $what == *bench* || $what == *b26* || $what == all ]]; then
     --staging-pool 16GiB --timeline-dir "$out/b26"
   grep -v TIMELINE "$out/bench26.log" | tail -n 5
 fi
-echo "gpu-pipeline: rc=$rc" | tee -a "$out/summary.txt"
-cp "$out/summary.txt" "$final/summary.txt"
-tar czf "$final/results.tgz" -C "$work" out
-exit $rc
+finish

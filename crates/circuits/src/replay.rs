@@ -112,3 +112,55 @@ impl crate::PartitionedCircuit for ReplayJob {
         Ok(self.template.inputs[1..].to_vec())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::PartitionedCircuit;
+    use rand_chacha::ChaCha20Rng;
+    use zkforge_groth16::generator::tiled_key_for;
+    use zkforge_groth16::synthesis::pool::with_pool;
+    use zkforge_groth16::{prover, verify::verify, CpuBackend, ProofRandomness, ScalarPool};
+
+    #[test]
+    fn porep_shape_matches_the_measured_densities() {
+        let w = porep_shaped_witness(16, 1);
+        let aux = w.aux.len() as f64;
+        let frac = |n: usize| n as f64 / aux;
+        assert!((frac(w.a_aux_density.count()) - 0.997).abs() < 0.01);
+        assert!((frac(w.b_aux_density.count()) - 0.254).abs() < 0.01);
+        assert_eq!((w.inputs.len(), w.b_input_density.count()), (328, 1));
+        let bits = w
+            .aux
+            .iter()
+            .filter(|x| **x == Scalar::ZERO || **x == Scalar::ONE);
+        assert!((frac(bits.count()) - 0.9).abs() < 0.01);
+        assert!(w.a.len() <= 1 << 16 && w.a.len() > (1 << 16) * 9 / 10);
+    }
+
+    #[test]
+    fn replayed_partitions_equal_the_template_and_prove_with_a_tiled_key() {
+        let w = Arc::new(porep_shaped_witness(16, 2));
+        let mut rng = ChaCha20Rng::seed_from_u64(3);
+        let pk = tiled_key_for(&w, &mut rng).unwrap();
+        pk.check_fits(&w).unwrap();
+        let job = ReplayJob::new(w.clone(), 2, "t");
+        let pool = ScalarPool::new(None, usize::MAX);
+        let copy = with_pool(Some(pool.clone()), || job.synthesize(1)).unwrap();
+        assert_eq!(copy, *w);
+        assert!(copy.recycle.0.is_some(), "drawn from the installed pool");
+        let proof = prover::prove(
+            &CpuBackend::new(),
+            &pk,
+            copy,
+            ProofRandomness::random(&mut rng),
+        )
+        .unwrap();
+        // A tiled key has no trapdoor behind it: its proofs must never verify.
+        assert!(!verify(&pk.vk, &proof, &job.public_inputs(0).unwrap()).unwrap());
+        assert!(
+            pool.idle_bytes() > 0,
+            "the copy's buffers went back to the pool"
+        );
+    }
+}

@@ -155,6 +155,7 @@ fn parameters(s: &Shared, job: &Job) -> Option<Arc<Resident>> {
     match loaded {
         Ok((key, loaded_now)) => {
             if loaded_now {
+                prewarm_buffers(s, &key);
                 let took = ms(t.elapsed());
                 job.lock().timings.srs_load_ms += took;
                 s.record(TimelineEvent::new(StageEvent::SrsLoadEnd, job.id).duration(took));
@@ -169,6 +170,29 @@ fn parameters(s: &Shared, job: &Job) -> Option<Arc<Resident>> {
             None
         }
     }
+}
+
+/// Fills the backend's buffer pool for partitions of this key before any is proved: one set
+/// of four (a, b, c, aux) per partition that can be in flight, within the memory budget.
+fn prewarm_buffers(s: &Shared, key: &Resident) {
+    let Some(pool) = s.backend.scalar_pool() else {
+        return;
+    };
+    let pk = &key.pk;
+    let capacity = (pk.h.len() + 1).max(pk.l.len());
+    let devices = s.device_locks.len();
+    let in_flight = s.config.synthesis_workers
+        + s.config.prove_queue_depth
+        + s.config.prover_workers_per_device * devices;
+    let per_partition = (4 * capacity * 32) as u64;
+    let fits = (s.budget.total().saturating_sub(s.budget.used()) / per_partition.max(1)) as usize;
+    let t = Instant::now();
+    pool.prewarm(4 * in_flight.min(fits), capacity);
+    tracing::info!(
+        buffers = 4 * in_flight.min(fits),
+        ms = ms(t.elapsed()),
+        "witness buffers pooled and pinned"
+    );
 }
 
 pub(crate) fn prover_loop(s: &Shared, device: usize, w: usize) {

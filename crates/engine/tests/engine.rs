@@ -3,7 +3,8 @@
 //! TIMELINE events, never on wall time alone.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Result;
@@ -14,7 +15,10 @@ use zkforge_engine::{
     TimelineEvent,
 };
 use zkforge_groth16::generator::generate_random_keys;
-use zkforge_groth16::{CpuBackend, ProverBackend, ProvingKey, QuerySums, Witness};
+use zkforge_groth16::{
+    CpuBackend, DeviceInfo, Phase, ProveReport, ProverBackend, ProvingKey, QuerySums, ScalarPool,
+    Witness,
+};
 
 /// Keys kept in memory, found by file stem (whatever the proof kind).
 struct MemorySource(HashMap<String, ProvingKey>);
@@ -346,4 +350,138 @@ fn status_shows_partition_stages_and_workers_and_cancel_all_stops_everything() {
     );
     assert_eq!(e.cancel_all(), 0);
     assert!(e.status().partitions.is_empty());
+}
+
+/// A two-device backend that locks only its "kernel region" (a sleep) itself, like the CUDA
+/// backend: reports device phases and lock waits, hands synthesis a buffer pool, and counts
+/// how many calls run at once per device, inside and outside the kernel region.
+struct KernelLockBackend {
+    cpu: CpuBackend,
+    pool: Arc<ScalarPool>,
+    kernels: [Mutex<()>; 2],
+    inside: [AtomicUsize; 2],
+    calls: [AtomicUsize; 2],
+    most_in_calls: [AtomicUsize; 2],
+    most_in_kernels: AtomicUsize,
+}
+
+impl ProverBackend for KernelLockBackend {
+    fn name(&self) -> &'static str {
+        "kernel-lock"
+    }
+
+    fn devices(&self) -> Vec<DeviceInfo> {
+        (0..2)
+            .map(|i| DeviceInfo {
+                ordinal: i,
+                name: format!("fake-{i}"),
+                memory_total_bytes: 1 << 30,
+                memory_free_bytes: 1 << 30,
+                budget_bytes: 1 << 29,
+                reserved_bytes: 0,
+                reserved_peak_bytes: 0,
+                residency: "vram: 1 key(s)".into(),
+            })
+            .collect()
+    }
+
+    fn locks_devices(&self) -> bool {
+        true
+    }
+
+    fn scalar_pool(&self) -> Option<Arc<ScalarPool>> {
+        Some(self.pool.clone())
+    }
+
+    fn query_sums(&self, pk: &ProvingKey, w: Witness) -> zkforge_groth16::Result<QuerySums> {
+        self.query_sums_on(0, pk, w, &mut ProveReport::default())
+    }
+
+    fn query_sums_on(
+        &self,
+        d: usize,
+        pk: &ProvingKey,
+        w: Witness,
+        report: &mut ProveReport,
+    ) -> zkforge_groth16::Result<QuerySums> {
+        assert!(
+            w.recycle.0.is_some(),
+            "synthesis drew the witness from the pool"
+        );
+        let now = self.calls[d].fetch_add(1, SeqCst) + 1;
+        self.most_in_calls[d].fetch_max(now, SeqCst);
+        std::thread::sleep(Duration::from_millis(40)); // "upload", outside the lock
+        let t = std::time::Instant::now();
+        let guard = self.kernels[d].lock().unwrap();
+        report.lock_wait_ms = t.elapsed().as_secs_f64() * 1e3;
+        let inside = self.inside[d].fetch_add(1, SeqCst) + 1;
+        self.most_in_kernels.fetch_max(inside, SeqCst);
+        std::thread::sleep(Duration::from_millis(40));
+        let sums = self.cpu.query_sums(pk, w);
+        self.inside[d].fetch_sub(1, SeqCst);
+        drop(guard);
+        report.locked_ms = 40.0;
+        report.phases.push(Phase {
+            name: "msm",
+            start_ms: 40.0,
+            duration_ms: 40.0,
+        });
+        self.calls[d].fetch_sub(1, SeqCst);
+        sums
+    }
+}
+
+#[test]
+fn kernel_locking_backends_get_concurrent_workers_on_every_device() {
+    let (id, pk) = keys();
+    let backend = Arc::new(KernelLockBackend {
+        cpu: CpuBackend::new(),
+        pool: ScalarPool::new(None, 1 << 30),
+        kernels: Default::default(),
+        inside: Default::default(),
+        calls: Default::default(),
+        most_in_calls: Default::default(),
+        most_in_kernels: AtomicUsize::new(0),
+    });
+    let source = MemorySource([(id.stem, pk)].into_iter().collect());
+    let config = EngineConfig {
+        synthesis_workers: 4,
+        prover_workers_per_device: 2,
+        prove_queue_depth: 4,
+        ..config(4)
+    };
+    let e = Engine::start(config, backend.clone(), Box::new(source)).unwrap();
+    let ids: Vec<u64> = (0..4).map(|_| submit(&e, job(4, 0), None)).collect();
+    for id in ids {
+        assert_eq!(
+            completed(&e, id).len(),
+            4 * 192,
+            "four verified partition proofs"
+        );
+    }
+    // Both devices proved; their two workers overlapped outside the kernel region only.
+    let phases = events(&e, StageEvent::GpuPhase);
+    assert_eq!(phases.len(), 16);
+    for d in 0..2 {
+        assert!(
+            phases.iter().any(|p| p.device == Some(d)),
+            "device {d} unused"
+        );
+        assert_eq!(backend.most_in_calls[d].load(SeqCst), 2, "device {d}");
+    }
+    assert_eq!(backend.most_in_kernels.load(SeqCst), 1);
+    assert!(phases
+        .iter()
+        .all(|p| p.phase == Some("msm") && p.duration_ms == Some(40.0)));
+    let names: std::collections::HashSet<_> = events(&e, StageEvent::ProveEnd)
+        .into_iter()
+        .filter_map(|p| p.worker)
+        .collect();
+    assert!(
+        names.contains("prover-1-1") && names.contains("prover-0-0"),
+        "{names:?}"
+    );
+    let st = e.status();
+    assert_eq!(st.devices.len(), 2);
+    assert_eq!(st.devices[1].params_residency, "vram: 1 key(s)");
 }

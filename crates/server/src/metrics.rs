@@ -115,6 +115,30 @@ pub fn prometheus(s: &EngineStatus) -> String {
         vec![(String::new(), s.loaded_srs.len() as f64)],
     );
     metric(
+        "zkforge_pinned_memory_bytes",
+        "gauge",
+        "Page-locked host memory held for witness staging.",
+        vec![(String::new(), s.pinned_memory_bytes as f64)],
+    );
+    let per_device = |f: fn(&zkforge_engine::DeviceStatus) -> u64| {
+        s.devices
+            .iter()
+            .map(|d| (format!("{{device=\"{}\"}}", d.ordinal), f(d) as f64))
+            .collect()
+    };
+    metric(
+        "zkforge_vram_budget_bytes",
+        "gauge",
+        "Device memory the backend may reserve, per GPU.",
+        per_device(|d| d.vram_budget_bytes),
+    );
+    metric(
+        "zkforge_vram_reserved_bytes",
+        "gauge",
+        "Device memory reserved by keys and partitions, per GPU.",
+        per_device(|d| d.vram_reserved_bytes),
+    );
+    metric(
         "zkforge_uptime_seconds",
         "gauge",
         "Seconds since start.",

@@ -6,11 +6,11 @@ use std::time::Instant;
 
 use anyhow::{ensure, Result};
 use clap::Args;
-use zkforge_circuits::{ParamsId, ProofKind, SyntheticCircuit, SyntheticJob};
-use zkforge_engine::{Engine, EngineConfig, JobOutcome, JobRequest, ParamsSource, StageEvent};
-use zkforge_groth16::{prover, CpuBackend, ProofRandomness, ProvingKey};
+use zkforge_circuits::{ProofKind, SyntheticCircuit, SyntheticJob};
+use zkforge_engine::{Engine, EngineConfig, JobOutcome, JobRequest, StageEvent};
+use zkforge_groth16::{prover, CpuBackend, ProofRandomness};
 
-use super::keys::{default_cache_dir, synthetic_key};
+use super::keys::{default_cache_dir, synthetic_key, OneKey};
 
 #[derive(Args)]
 pub struct EngineArgs {
@@ -26,19 +26,6 @@ pub struct EngineArgs {
     /// Fraction of witness values that are bits.
     #[arg(long, default_value_t = 0.9)]
     bit_fraction: f64,
-}
-
-/// The one key of the benchmark, handed to the engine.
-struct OneKey(ProvingKey);
-
-impl ParamsSource for OneKey {
-    fn load(&self, _: &ParamsId) -> Result<ProvingKey> {
-        Ok(self.0.clone())
-    }
-
-    fn size_hint(&self, _: &ParamsId) -> Result<u64> {
-        Ok(self.0.heap_bytes() as u64)
-    }
 }
 
 pub fn run(args: EngineArgs) -> Result<()> {
@@ -79,7 +66,11 @@ pub fn run(args: EngineArgs) -> Result<()> {
         synthesis_workers: args.synthesis_workers,
         ..Default::default()
     };
-    let engine = Engine::start(config, Arc::new(CpuBackend::new()), Box::new(OneKey(pk)))?;
+    let engine = Engine::start(
+        config,
+        Arc::new(CpuBackend::new()),
+        Box::new(OneKey(Arc::new(pk))),
+    )?;
     let t = Instant::now();
     let ids = (0..args.jobs)
         .map(|_| {

@@ -10,17 +10,14 @@ use anyhow::{ensure, Context, Result};
 use clap::{Args, ValueEnum};
 use rand::SeedableRng;
 use zkforge_circuits::{
-    porep_shaped_witness, ParamsId, PartitionedCircuit, ProofKind, ReplayJob, SyntheticCircuit,
-    SyntheticJob,
+    porep_shaped_witness, PartitionedCircuit, ProofKind, ReplayJob, SyntheticCircuit, SyntheticJob,
 };
 use zkforge_cuda::CudaOptions;
-use zkforge_engine::{
-    Engine, EngineConfig, JobOutcome, JobRequest, ParamsSource, StageEvent, TimelineEvent,
-};
+use zkforge_engine::{Engine, EngineConfig, JobOutcome, JobRequest, StageEvent, TimelineEvent};
 use zkforge_groth16::{generator::tiled_key_for, ProverBackend, ProvingKey};
 
 use super::backend::{select_with, BackendArg};
-use super::keys::{default_cache_dir, synthetic_key};
+use super::keys::{default_cache_dir, synthetic_key, OneKey};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum Shape {
@@ -67,19 +64,6 @@ pub struct PipelineArgs {
     /// Write each run's TIMELINE as `timeline-g<gpus>-w<workers>.log` here (`zkforge timeline`).
     #[arg(long)]
     timeline_dir: Option<PathBuf>,
-}
-
-/// The benchmark's one key, handed to the engine.
-struct OneKey(Arc<ProvingKey>);
-
-impl ParamsSource for OneKey {
-    fn load(&self, _: &ParamsId) -> Result<ProvingKey> {
-        Ok((*self.0).clone())
-    }
-
-    fn size_hint(&self, _: &ParamsId) -> Result<u64> {
-        Ok(self.0.heap_bytes() as u64)
-    }
 }
 
 /// What one run measured.

@@ -36,3 +36,16 @@ pub fn synthetic_key(circuit: &SyntheticCircuit, cache: &Path) -> anyhow::Result
     pk.write_file(&path)?;
     Ok(pk)
 }
+
+/// One key for every request, handed to an engine by the benchmarks.
+pub struct OneKey(pub std::sync::Arc<ProvingKey>);
+
+impl zkforge_engine::ParamsSource for OneKey {
+    fn load(&self, _: &zkforge_circuits::ParamsId) -> anyhow::Result<ProvingKey> {
+        Ok((*self.0).clone())
+    }
+
+    fn size_hint(&self, _: &zkforge_circuits::ParamsId) -> anyhow::Result<u64> {
+        Ok(self.0.heap_bytes() as u64)
+    }
+}

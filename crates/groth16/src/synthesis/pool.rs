@@ -106,6 +106,28 @@ impl ScalarPool {
         }
     }
 
+    /// Makes sure `count` idle buffers of at least `capacity` scalars exist (within the idle
+    /// cap), allocating and pinning the missing ones now: pinning while kernels run stalls
+    /// them (the driver serializes behind page-locking), so it belongs before proving starts.
+    pub fn prewarm(&self, count: usize, capacity: usize) {
+        let bytes = capacity * std::mem::size_of::<Scalar>();
+        if bytes < MIN_POOLED_BYTES {
+            return;
+        }
+        let (have, room) = {
+            let mut st = self.state();
+            st.hint = st.hint.max(capacity);
+            let have = st.idle.iter().filter(|v| v.capacity() >= capacity).count();
+            (
+                have,
+                self.max_idle_bytes.saturating_sub(st.idle_bytes) / bytes,
+            )
+        };
+        for _ in 0..count.saturating_sub(have).min(room) {
+            self.give(Vec::with_capacity(capacity));
+        }
+    }
+
     /// Unpins (if pinned) and frees on the reaper thread.
     fn free(&self, v: Vec<Scalar>) {
         let was_pinned = self.state().pinned.remove(&(v.as_ptr() as usize)).is_some();
@@ -265,6 +287,27 @@ mod tests {
         let back = pool.take();
         assert_eq!(back.as_ptr(), first);
         pool.give(back);
+    }
+
+    #[test]
+    fn prewarm_pins_up_front_within_the_cap() {
+        let pinner = Arc::new(CountingPinner::default());
+        let pool = ScalarPool::new(Some(pinner.clone()), 3 * MIN_POOLED_BYTES);
+        pool.prewarm(5, BIG);
+        assert_eq!(
+            pinner.pinned.load(Ordering::SeqCst),
+            3,
+            "capped at the idle limit"
+        );
+        pool.prewarm(2, BIG);
+        assert_eq!(
+            pinner.pinned.load(Ordering::SeqCst),
+            3,
+            "enough idle already"
+        );
+        let v = pool.take();
+        assert!(v.capacity() >= BIG && pool.is_pinned(&v));
+        pool.give(v);
     }
 
     #[test]

@@ -1,0 +1,46 @@
+# Shared set-up of the GPU scripts (sourced): binaries from $BIN (default .gpucheck/, *.gz
+# unpacked) into $WORK, logs under $WORK/out, packed into $OUT/results.tgz by `finish`
+# (the device tool brings back only a few files), with summary.txt beside it.
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+bin="${BIN:-.gpucheck}"
+final="${OUT:-$root/gpu-out}"
+work="${WORK:-/tmp/zkforge-gpu}"
+out="$work/out"
+mkdir -p "$final" "$out"
+for f in "$bin"/*.gz; do
+  [ -e "$f" ] && gzip -dc "$f" > "$work/$(basename "$f" .gz)" && chmod +x "$work/$(basename "$f" .gz)"
+done
+for b in zkforge backend_check; do [ -x "$work/$b" ] || cp "$bin/$b" "$work/$b" 2>/dev/null; done
+zk="$work/zkforge"
+export FIL_PROOFS_PARAMETER_CACHE="$work/params" ZKFORGE_CACHE="$work/cache" NCCL_NVLS_ENABLE=0
+nvidia-smi --query-gpu=index,name,driver_version,memory.total,clocks.max.sm --format=csv \
+  > "$out/gpu.txt" 2>&1
+nproc >> "$out/gpu.txt"
+rc=0
+
+# run NAME TIMEOUT COMMAND...: logs to $out/NAME.log, records time and failure in the summary.
+run() {
+  local name=$1 t=$2; shift 2
+  echo "== $name: $*" | tee -a "$out/summary.txt"
+  local s=$(date +%s)
+  timeout "$t" "$@" > "$out/$name.log" 2>&1 || { echo "   FAILED rc=$?" | tee -a "$out/summary.txt"; rc=1; }
+  echo "   $(( $(date +%s) - s )) s" | tee -a "$out/summary.txt"
+}
+
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# GET http://127.0.0.1:$1/status without curl.
+http_status() {
+  exec 3<>"/dev/tcp/127.0.0.1/$1" || return 1
+  printf 'GET /status HTTP/1.0\r\nHost: localhost\r\n\r\n' >&3
+  cat <&3; exec 3<&-
+}
+
+finish() {
+  echo "$(basename "$0"): rc=$rc" | tee -a "$out/summary.txt"
+  cp "$out/summary.txt" "$final/summary.txt"
+  tar czf "$final/results.tgz" -C "$work" out
+  exit $rc
+}
