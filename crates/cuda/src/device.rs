@@ -22,12 +22,10 @@ impl From<DriverError> for CudaError {
 /// instead of going back to the driver.
 fn keep_freed_memory_pooled(ctx: &CudaContext) -> Result<(), CudaError> {
     use cudarc::driver::sys;
-    ctx.bind_to_thread()?;
-    let mut pool = std::ptr::null_mut();
+    let pool = default_mem_pool(ctx)?;
     let mut threshold = u64::MAX;
-    // SAFETY: plain driver calls on the context's own device with valid out-pointers.
+    // SAFETY: a plain driver call on the device's own pool with a valid value pointer.
     unsafe {
-        sys::cuDeviceGetDefaultMemPool(&mut pool, ctx.cu_device()).result()?;
         sys::cuMemPoolSetAttribute(
             pool,
             sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
@@ -40,20 +38,28 @@ fn keep_freed_memory_pooled(ctx: &CudaContext) -> Result<(), CudaError> {
 
 /// Returns the memory the pool kept for reuse to the driver (when a backend shuts down).
 pub(crate) fn release_pooled_memory(ctx: &CudaContext) {
-    use cudarc::driver::sys;
     if ctx.bind_to_thread().is_err() || ctx.synchronize().is_err() {
         return;
     }
-    let mut pool = std::ptr::null_mut();
-    // SAFETY: as in keep_freed_memory_pooled; trimming only releases unused pool memory.
-    unsafe {
-        if sys::cuDeviceGetDefaultMemPool(&mut pool, ctx.cu_device())
-            .result()
-            .is_ok()
-        {
-            let _ = sys::cuMemPoolTrimTo(pool, 0).result();
-        }
+    if let Ok(pool) = default_mem_pool(ctx) {
+        // SAFETY: trimming only releases memory the pool holds unused.
+        let _ = unsafe { cudarc::driver::sys::cuMemPoolTrimTo(pool, 0) }.result();
     }
+}
+
+/// The device's default stream-ordered memory pool (where `alloc` takes from).
+fn default_mem_pool(ctx: &CudaContext) -> Result<cudarc::driver::sys::CUmemoryPool, CudaError> {
+    ctx.bind_to_thread()?;
+    let mut pool = std::ptr::null_mut();
+    // SAFETY: a plain driver call on the context's own device with a valid out-pointer.
+    unsafe { cudarc::driver::sys::cuDeviceGetDefaultMemPool(&mut pool, ctx.cu_device()) }
+        .result()?;
+    Ok(pool)
+}
+
+/// A poisoned lock still guards valid data here (no invariant spans a panic), so take it.
+pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// cudarc panics on first use when libcuda is missing, so every entry point probes first.
@@ -293,13 +299,9 @@ impl CudaDevice {
 
     /// Runs `f` and returns its result with the device time between two events around it.
     pub fn timed<R>(&self, f: impl FnOnce(&Self) -> R) -> Result<(R, f32), CudaError> {
-        let a = self
-            .stream
-            .record_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))?;
+        let a = self.mark()?;
         let r = f(self);
-        let b = self
-            .stream
-            .record_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))?;
+        let b = self.mark()?;
         Ok((r, a.elapsed_ms(&b)?))
     }
 }

@@ -114,11 +114,7 @@ impl<'a> Profile<'a> {
             notes: Vec::new(),
         };
         if on {
-            p.last = p
-                .dev
-                .stream
-                .record_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
-                .ok();
+            p.last = p.dev.mark().ok();
         }
         p
     }
@@ -126,10 +122,7 @@ impl<'a> Profile<'a> {
         if !self.on {
             return Ok(());
         }
-        let e = self
-            .dev
-            .stream
-            .record_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))?;
+        let e = self.dev.mark()?;
         if let Some(prev) = &self.last {
             let ms = prev.elapsed_ms(&e)?;
             match self.phases.iter_mut().find(|(n, _)| *n == name) {

@@ -1,6 +1,6 @@
 //! NTT and the Groth16 h step on the device.
 
-use crate::device::{grid, CudaDevice, DeviceScalars};
+use crate::device::{grid, lock, CudaDevice, DeviceScalars};
 use crate::host::{coset_z_inv, omega, pow_tables, scalars_as_u64, scalars_as_u64_mut, PowTables};
 use crate::{CudaError, NttDirection, MAX_LOG_N};
 use blstrs::Scalar;
@@ -36,13 +36,11 @@ fn cached<V>(
     key: (&'static str, u32),
     make: impl FnOnce() -> Result<V, CudaError>,
 ) -> Result<Arc<V>, CudaError> {
-    if let Some(v) = map.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+    if let Some(v) = lock(map).get(&key) {
         return Ok(v.clone());
     }
     let v = Arc::new(make()?);
-    map.lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .insert(key, v.clone());
+    lock(map).insert(key, v.clone());
     Ok(v)
 }
 

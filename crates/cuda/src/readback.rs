@@ -6,7 +6,7 @@ use std::sync::Mutex;
 
 use cudarc::driver::{result, DevicePtr, DeviceRepr};
 
-use crate::device::CudaDevice;
+use crate::device::{lock, CudaDevice};
 use crate::CudaError;
 
 /// Bytes of the per-handle readback buffer: the largest read is one batch of window sums.
@@ -46,7 +46,7 @@ impl CudaDevice {
             v.truncate(len);
             return Ok(v);
         }
-        let mut ptr = self.readback.ptr.lock().unwrap_or_else(|e| e.into_inner());
+        let mut ptr = lock(&self.readback.ptr);
         if *ptr == 0 {
             self.ctx.bind_to_thread()?;
             // SAFETY: a fresh page-locked allocation owned by this handle.

@@ -1,11 +1,14 @@
 //! `Gpu`: one device's share of the backend: worker stream handles, the kernel lock, the VRAM
 //! budget, and the proving keys whose bases live there (LRU, or streamed when they do not fit).
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
+
+use blstrs::{G1Affine, G2Affine};
 
 use zkforge_groth16::ProvingKey;
 
-use crate::host::{g1_affine_as_u64, g2_affine_as_u64};
+use crate::device::lock;
+use crate::host::g1_affine_as_u64;
 use crate::options::Residency;
 use crate::vram::{gib, VramBudget, VramReservation};
 use crate::{CudaDevice, CudaError, DeviceBasesG1, DeviceBasesG2};
@@ -68,10 +71,36 @@ pub(crate) struct KeyBases {
     _vram: Option<VramReservation>,
 }
 
-/// Bytes of a key's aux-side bases on the device.
-fn key_bytes(pk: &ProvingKey, n_in: usize, b_in: usize) -> u64 {
-    let g1 = pk.h.len() + pk.l.len() + pk.a.len() - n_in + pk.b_g1.len() - b_in;
-    (g1 * 96 + (pk.b_g2.len() - b_in) * 192) as u64
+/// The aux-side bases of a key in host memory: what goes to the device (resident) or is read
+/// chunk by chunk (streamed). The input-side prefixes stay on the CPU.
+pub(crate) struct AuxQueries<'a> {
+    pub h: &'a [G1Affine],
+    pub l: &'a [G1Affine],
+    pub a_aux: &'a [G1Affine],
+    pub b_g1_aux: &'a [G1Affine],
+    pub b_g2_aux: &'a [G2Affine],
+}
+
+impl<'a> AuxQueries<'a> {
+    pub fn of(pk: &'a ProvingKey, n_in: usize, b_in: usize) -> Self {
+        Self {
+            h: &pk.h,
+            l: &pk.l,
+            a_aux: &pk.a[n_in..],
+            b_g1_aux: &pk.b_g1[b_in..],
+            b_g2_aux: &pk.b_g2[b_in..],
+        }
+    }
+
+    /// Bytes on the device.
+    fn bytes(&self) -> u64 {
+        use std::mem::size_of_val;
+        (size_of_val(self.h)
+            + size_of_val(self.l)
+            + size_of_val(self.a_aux)
+            + size_of_val(self.b_g1_aux)
+            + size_of_val(self.b_g2_aux)) as u64
+    }
 }
 
 pub(crate) struct Gpu {
@@ -106,10 +135,6 @@ impl Drop for Handle<'_> {
             lock(&self.gpu.handles).push(d);
         }
     }
-}
-
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Gpu {
@@ -165,7 +190,8 @@ impl Gpu {
             keys.push(k.clone());
             return Ok(k);
         }
-        let bytes = key_bytes(pk, n_in, b_in);
+        let host = AuxQueries::of(pk, n_in, b_in);
+        let bytes = host.bytes();
         let headroom = match self.residency {
             Residency::Auto => 2 * partition_bytes,
             _ => 0,
@@ -176,7 +202,7 @@ impl Gpu {
             self.make_room(&mut keys, bytes, headroom)
         };
         let placement = match &reservation {
-            Some(_) => Placement::Resident(Box::new(self.upload(pk, n_in, b_in)?)),
+            Some(_) => Placement::Resident(Box::new(self.upload(&host)?)),
             None if self.residency == Residency::Vram => {
                 return Err(CudaError::Invalid(format!(
                     "params_residency = \"vram\" but the key's {} of bases do not fit in GPU {}'s \
@@ -224,19 +250,14 @@ impl Gpu {
         }
     }
 
-    fn upload(
-        &self,
-        pk: &ProvingKey,
-        n_in: usize,
-        b_in: usize,
-    ) -> Result<DeviceQueries, CudaError> {
+    fn upload(&self, host: &AuxQueries) -> Result<DeviceQueries, CudaError> {
         let d = &self.main;
         let q = DeviceQueries {
-            h: d.upload_g1(&pk.h)?,
-            l: d.upload_g1(&pk.l)?,
-            a_aux: d.upload_g1(&pk.a[n_in..])?,
-            b_g1_aux: d.upload_g1(&pk.b_g1[b_in..])?,
-            b_g2_aux: d.upload_g2(&pk.b_g2[b_in..])?,
+            h: d.upload_g1(host.h)?,
+            l: d.upload_g1(host.l)?,
+            a_aux: d.upload_g1(host.a_aux)?,
+            b_g1_aux: d.upload_g1(host.b_g1_aux)?,
+            b_g2_aux: d.upload_g2(host.b_g2_aux)?,
         };
         d.synchronize()?;
         Ok(q)
@@ -276,26 +297,5 @@ impl Drop for Gpu {
         lock(&self.keys).clear();
         lock(&self.handles).clear();
         crate::device::release_pooled_memory(&self.main.ctx);
-    }
-}
-
-/// Host views of a key's aux-side bases, for streamed MSMs.
-pub(crate) struct HostQueries<'a> {
-    pub h: &'a [u64],
-    pub l: &'a [u64],
-    pub a_aux: &'a [u64],
-    pub b_g1_aux: &'a [u64],
-    pub b_g2_aux: &'a [u64],
-}
-
-impl<'a> HostQueries<'a> {
-    pub fn of(pk: &'a ProvingKey, n_in: usize, b_in: usize) -> Self {
-        Self {
-            h: g1_affine_as_u64(&pk.h),
-            l: g1_affine_as_u64(&pk.l),
-            a_aux: g1_affine_as_u64(&pk.a[n_in..]),
-            b_g1_aux: g1_affine_as_u64(&pk.b_g1[b_in..]),
-            b_g2_aux: g2_affine_as_u64(&pk.b_g2[b_in..]),
-        }
     }
 }

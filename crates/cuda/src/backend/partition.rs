@@ -8,9 +8,10 @@ use zkforge_groth16::msm::{msm, msm_with_density, G1, G2};
 use zkforge_groth16::poly::Domain;
 use zkforge_groth16::{reaper, Phase, ProveReport, ProvingKey, QuerySums, Witness};
 
-use super::gpu::{lock, Gpu, HostQueries, KeyBases, Placement};
+use super::gpu::{AuxQueries, Gpu, KeyBases, Placement};
 use super::streamed::msm_streamed;
-use crate::device::{CudaDevice, DeviceScalars};
+use crate::device::{lock, CudaDevice, DeviceScalars};
+use crate::host::{g1_affine_as_u64, g2_affine_as_u64};
 use crate::{msm as gpu_msm, CudaError};
 
 /// Device bytes one partition may use at its peak: the uploads (a, b, c padded to the domain,
@@ -93,16 +94,13 @@ pub(crate) fn query_sums(
     sums
 }
 
-/// Runs `f` on `dev`'s stream and returns its result with the device time it took.
+/// Runs `f` on `dev`'s stream; its result and the device time it took, in ms.
 fn timed<R>(
     dev: &CudaDevice,
     f: impl FnOnce(&CudaDevice) -> Result<R, CudaError>,
 ) -> Result<(R, f64), CudaError> {
-    let a = dev.mark()?;
-    let r = f(dev)?;
-    let b = dev.mark()?;
-    b.synchronize()?;
-    Ok((r, a.elapsed_ms(&b)? as f64))
+    let (r, ms) = dev.timed(f)?;
+    Ok((r?, ms as f64))
 }
 
 fn upload(d: &CudaDevice, w: &Witness, domain: usize) -> Result<Uploaded, CudaError> {
@@ -160,13 +158,17 @@ fn kernels(
             b_g2: d.msm_g2_resident(&q.b_g2_aux, &b_aux)? + b_g2_in,
         }),
         Placement::Streamed => {
-            let q = HostQueries::of(pk, n_in, b_in);
+            let q = AuxQueries::of(pk, n_in, b_in);
+            let g1 = |bases, scalars| {
+                msm_streamed::<gpu_msm::G1>(d, g1_affine_as_u64(bases), 12, scalars)
+            };
             Ok(QuerySums {
-                h: msm_streamed::<gpu_msm::G1>(d, q.h, 12, &h)?,
-                l: msm_streamed::<gpu_msm::G1>(d, q.l, 12, &aux)?,
-                a: msm_streamed::<gpu_msm::G1>(d, q.a_aux, 12, &a_aux)? + a_in,
-                b_g1: msm_streamed::<gpu_msm::G1>(d, q.b_g1_aux, 12, &b_aux)? + b_g1_in,
-                b_g2: msm_streamed::<gpu_msm::G2>(d, q.b_g2_aux, 24, &b_aux)? + b_g2_in,
+                h: g1(q.h, &h)?,
+                l: g1(q.l, &aux)?,
+                a: g1(q.a_aux, &a_aux)? + a_in,
+                b_g1: g1(q.b_g1_aux, &b_aux)? + b_g1_in,
+                b_g2: msm_streamed::<gpu_msm::G2>(d, g2_affine_as_u64(q.b_g2_aux), 24, &b_aux)?
+                    + b_g2_in,
             })
         }
     })?;
