@@ -381,6 +381,7 @@ impl Engine {
             ProofKind::WinningPost,
         ];
         let jobs = s.all_jobs();
+        let (pinned_memory_bytes, pinned_memory_limit_bytes) = s.backend.pinned_memory();
         let queues = kinds
             .iter()
             .map(|&k| {
@@ -454,8 +455,8 @@ impl Engine {
             memory_used_bytes: s.budget.used(),
             backend: s.backend.name().to_string(),
             devices: self.devices(&jobs),
-            pinned_memory_bytes: s.backend.pinned_memory().0,
-            pinned_memory_limit_bytes: s.backend.pinned_memory().1,
+            pinned_memory_bytes,
+            pinned_memory_limit_bytes,
         }
     }
 

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use rand::SeedableRng;
 use zkforge_groth16::synthesis::pool::with_pool;
 use zkforge_groth16::{
-    prover, reaper, verify::verify, Proof, ProofRandomness, ProveReport, Witness,
+    prover, reaper, verify::verify, Proof, ProofRandomness, ProveReport, Scalar, Witness,
 };
 
 use crate::budget::Reservation;
@@ -184,12 +184,13 @@ fn prewarm_buffers(s: &Shared, key: &Resident) {
     let in_flight = s.config.synthesis_workers
         + s.config.prove_queue_depth
         + s.config.prover_workers_per_device * devices;
-    let per_partition = (4 * capacity * 32) as u64;
+    let per_partition = (4 * capacity * std::mem::size_of::<Scalar>()) as u64;
     let fits = (s.budget.total().saturating_sub(s.budget.used()) / per_partition.max(1)) as usize;
+    let buffers = 4 * in_flight.min(fits);
     let t = Instant::now();
-    pool.prewarm(4 * in_flight.min(fits), capacity);
+    pool.prewarm(buffers, capacity);
     tracing::info!(
-        buffers = 4 * in_flight.min(fits),
+        buffers,
         ms = ms(t.elapsed()),
         "witness buffers pooled and pinned"
     );

@@ -115,16 +115,21 @@ pub trait ProverBackend: Send + Sync {
     }
 }
 
-/// Proves one synthesized circuit.
+/// Proves one synthesized circuit (on the backend's first device).
 pub fn prove(
     backend: &dyn ProverBackend,
     pk: &ProvingKey,
     witness: Witness,
     randomness: ProofRandomness,
 ) -> Result<Proof> {
-    pk.check_fits(&witness)?;
-    let sums = backend.query_sums(pk, witness)?;
-    assemble(&pk.vk, &sums, randomness)
+    prove_on(
+        backend,
+        0,
+        pk,
+        witness,
+        randomness,
+        &mut ProveReport::default(),
+    )
 }
 
 /// Proves one synthesized circuit on one device of the backend, reporting its phases.
