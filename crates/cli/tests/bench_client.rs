@@ -4,10 +4,12 @@
 //! --daemon-config` starts and stops a `zkforge daemon` whose log `zkforge timeline` reads.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+mod common;
+
+use common::{run_ok, zkforge};
 use tokio::sync::oneshot;
 use zkforge_bench_client::{run_batch, BatchConfig, DaemonAddr, InputSpec, ProofInput, ProofType};
 use zkforge_engine::{Engine, EngineConfig, ParamsDir};
@@ -180,21 +182,6 @@ fn inputs_from_flags_equal_inputs_from_fixtures_and_bad_ones_are_named() {
         ..flags
     });
     assert!(e.contains("JSON array of base64"), "{e}");
-}
-
-fn zkforge() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_zkforge"))
-}
-
-fn run_ok(cmd: &mut Command) -> String {
-    let out = cmd.output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
 }
 
 #[test]

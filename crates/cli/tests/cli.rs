@@ -1,10 +1,8 @@
 //! The `zkforge` binary end to end: help texts and the demo.
 
-use std::process::Command;
+mod common;
 
-fn zkforge() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_zkforge"))
-}
+use common::{run_ok, zkforge};
 
 #[test]
 fn every_subcommand_has_help() {
@@ -30,17 +28,7 @@ fn cache_dir() -> std::path::PathBuf {
 
 #[test]
 fn demo_proves_a_2kib_porep_that_filecoin_proofs_accepts() {
-    let out = zkforge()
-        .args(["demo", "--cache"])
-        .arg(cache_dir())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = run_ok(zkforge().args(["demo", "--cache"]).arg(cache_dir()));
     assert!(stdout.contains("ok (filecoin-proofs)"), "{stdout}");
     let proof = stdout
         .lines()

@@ -1,34 +1,26 @@
 //! `zkforge timeline` on the recorded engine log: the numbers, an SVG that parses as XML with
 //! a rect per bar, the HTML page; a missing or event-free log is a clear error.
 
-use std::process::Command;
+mod common;
+
+use common::{run_ok, zkforge};
 
 const LOG: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../timeline/tests/data/bench-engine-3x2.log"
 );
 
-fn zkforge() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_zkforge"))
-}
-
 #[test]
 fn timeline_prints_numbers_and_writes_svg_and_html() {
     let out_dir = tempfile::tempdir().unwrap();
     let svg = out_dir.path().join("out.svg");
     let html = out_dir.path().join("out.html");
-    let out = zkforge()
-        .args(["timeline", LOG, "--svg"])
-        .arg(&svg)
-        .arg("--html")
-        .arg(&html)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    let stdout = run_ok(
+        zkforge()
+            .args(["timeline", LOG, "--svg"])
+            .arg(&svg)
+            .arg("--html")
+            .arg(&html),
     );
     let prover = stdout
         .lines()

@@ -7,7 +7,7 @@ use std::time::Instant;
 use anyhow::{ensure, Result};
 use clap::Args;
 use zkforge_circuits::{ProofKind, SyntheticCircuit, SyntheticJob};
-use zkforge_engine::{Engine, EngineConfig, JobOutcome, JobRequest, StageEvent};
+use zkforge_engine::{Engine, EngineConfig, JobOutcome, JobRequest, StageEvent, TimelineEvent};
 use zkforge_groth16::{prover, CpuBackend, ProofRandomness};
 
 use super::keys::{default_cache_dir, synthetic_key, OneKey};
@@ -92,14 +92,8 @@ pub fn run(args: EngineArgs) -> Result<()> {
     }
     let pipelined = t.elapsed().as_secs_f64();
 
-    let timeline = engine.timeline();
-    let at = |e: StageEvent| timeline.iter().filter(move |x| x.event == e);
-    let busy: f64 = at(StageEvent::ProveEnd).filter_map(|e| e.duration_ms).sum();
-    let first = at(StageEvent::ProveStart)
-        .map(|e| e.t_ms)
-        .fold(f64::MAX, f64::min);
-    let last = at(StageEvent::ProveEnd).map(|e| e.t_ms).fold(0.0, f64::max);
-    let busy_fraction = busy / (last - first);
+    let (window, busy) = prove_window(&engine.timeline());
+    let busy_fraction = busy / window;
 
     println!(
         "{:<12} {:>10} {:>14} {:>12}",
@@ -117,4 +111,16 @@ pub fn run(args: EngineArgs) -> Result<()> {
         busy_fraction * 100.0
     );
     Ok(())
+}
+
+/// From TIMELINE events: ms from the first PROVE_START to the last PROVE_END, and the summed
+/// length of the prove calls.
+pub(super) fn prove_window(events: &[TimelineEvent]) -> (f64, f64) {
+    let of = |e: StageEvent| events.iter().filter(move |x| x.event == e);
+    let first = of(StageEvent::ProveStart)
+        .map(|e| e.t_ms)
+        .fold(f64::MAX, f64::min);
+    let last = of(StageEvent::ProveEnd).map(|e| e.t_ms).fold(0.0, f64::max);
+    let busy = of(StageEvent::ProveEnd).filter_map(|e| e.duration_ms).sum();
+    (last - first, busy)
 }

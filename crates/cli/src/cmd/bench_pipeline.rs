@@ -17,6 +17,7 @@ use zkforge_engine::{Engine, EngineConfig, JobOutcome, JobRequest, StageEvent, T
 use zkforge_groth16::{generator::tiled_key_for, ProverBackend, ProvingKey};
 
 use super::backend::{select_with, BackendArg};
+use super::bench_engine::prove_window;
 use super::keys::{default_cache_dir, synthetic_key, OneKey};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -271,14 +272,11 @@ fn measure(events: &[TimelineEvent], workers: usize, wall_s: f64, units: usize) 
             .filter(move |x| x.phase == Some(name))
             .filter_map(|x| x.duration_ms)
     };
-    let first = of(StageEvent::ProveStart)
-        .map(|e| e.t_ms)
-        .fold(f64::MAX, f64::min);
-    let last = of(StageEvent::ProveEnd).map(|e| e.t_ms).fold(0.0, f64::max);
+    let (window, prove_busy) = prove_window(events);
     let mut kernels: f64 = phase("ntt").chain(phase("msm")).sum();
     if kernels == 0.0 {
         // No device phases (CPU backend): the whole prove call is the busy time.
-        kernels = of(StageEvent::ProveEnd).filter_map(|e| e.duration_ms).sum();
+        kernels = prove_busy;
     }
     let per_unit = |name| median(phase(name).collect());
     RunReport {
@@ -286,7 +284,7 @@ fn measure(events: &[TimelineEvent], workers: usize, wall_s: f64, units: usize) 
         workers,
         wall_s,
         units,
-        busy_fraction: kernels / (last - first).max(1e-9),
+        busy_fraction: kernels / window.max(1e-9),
         gpu_ms: per_unit("ntt") + per_unit("msm"),
         h2d_ms: per_unit("h2d"),
         lock_wait_ms: median(
