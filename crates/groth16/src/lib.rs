@@ -17,6 +17,7 @@ pub mod msm;
 pub mod poly;
 pub mod proof;
 pub mod prover;
+pub mod r1cs;
 pub mod reaper;
 pub mod srs;
 pub mod synthesis;
@@ -28,5 +29,6 @@ pub use proof::Proof;
 pub use prover::{
     CpuBackend, DeviceInfo, Phase, ProofRandomness, ProveReport, ProverBackend, QuerySums,
 };
+pub use r1cs::{ConstraintMatrices, MatrixRecorder};
 pub use srs::{ProvingKey, ReadOptions, VerifyingKey};
 pub use synthesis::{synthesize, Density, HostPinner, ScalarPool, Witness, WitnessBuilder};

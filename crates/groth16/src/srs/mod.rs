@@ -5,7 +5,7 @@
 //! delta_g1, delta_g2, u32 |ic| + ic — that is the `.vk`; a `.params` continues with
 //! u32 + points for h, l, a, b_g1 (G1) and b_g2 (G2).
 
-mod codec;
+pub(crate) mod codec;
 mod read;
 mod shape;
 mod write;

@@ -29,6 +29,19 @@ impl Density {
         d
     }
 
+    /// A density over `len` variables from its words (as [`words`](Self::words) returns them);
+    /// None when the words do not match `len` or mark bits beyond it.
+    pub fn from_words(words: Vec<u64>, len: usize) -> Option<Self> {
+        if words.len() != len.div_ceil(64) {
+            return None;
+        }
+        if len % 64 != 0 && words.last().is_some_and(|w| w >> (len % 64) != 0) {
+            return None;
+        }
+        let count = words.iter().map(|w| w.count_ones() as usize).sum();
+        Some(Self { words, len, count })
+    }
+
     /// Number of variables tracked.
     pub fn len(&self) -> usize {
         self.len

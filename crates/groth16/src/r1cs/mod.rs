@@ -1,0 +1,113 @@
+//! The recorded constraint system: A, B and C as sparse matrices over z = (inputs ‖ aux).
+//!
+//! A circuit's constraints do not depend on its witness, so they are recorded once per circuit
+//! (see [`MatrixRecorder`]) and kept (see [`ConstraintMatrices::write_file`]). Then a proof
+//! needs only the assignment z: the constraint evaluations are the products
+//! a = A·z, b = B·z, c = C·z ([`ConstraintMatrices::evaluate`] on the CPU, a kernel on a GPU),
+//! and the query densities are properties of the matrices, not of the witness.
+//!
+//! Rows are bellperson's: the circuit's constraints in order, then one `x_i · 0 = 0` row per
+//! public input (added by the recorder in one place, [`MatrixRecorder::finish`]). Column `j` is
+//! input `j` for `j < num_inputs`, else aux `j − num_inputs`. Each entry names its coefficient
+//! by an index into one table of distinct values, whose first two are 1 and −1, so the common
+//! ±1 terms cost an addition, not a multiplication.
+
+mod evaluate;
+mod file;
+mod record;
+
+pub use record::MatrixRecorder;
+
+use blstrs::Scalar;
+
+use crate::synthesis::Density;
+
+/// Index of the coefficient 1 in [`ConstraintMatrices::coefficients`].
+pub const COEFF_ONE: u32 = 0;
+/// Index of the coefficient −1.
+pub const COEFF_MINUS_ONE: u32 = 1;
+
+/// One non-zero entry of a row: `coefficients[coeff] · z[column]`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
+pub struct Entry {
+    pub column: u32,
+    pub coeff: u32,
+}
+
+/// A matrix in compressed sparse rows: row `r`'s entries are
+/// `entries[row_starts[r] .. row_starts[r + 1]]`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SparseMatrix {
+    pub row_starts: Vec<u32>,
+    pub entries: Vec<Entry>,
+}
+
+impl SparseMatrix {
+    pub fn rows(&self) -> usize {
+        self.row_starts.len().saturating_sub(1)
+    }
+
+    pub fn nonzeros(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn row(&self, r: usize) -> &[Entry] {
+        &self.entries[self.row_starts[r] as usize..self.row_starts[r + 1] as usize]
+    }
+
+    fn heap_bytes(&self) -> usize {
+        std::mem::size_of_val(&self.row_starts[..]) + std::mem::size_of_val(&self.entries[..])
+    }
+}
+
+/// The R1CS of one circuit, as the prover and the key generator need it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConstraintMatrices {
+    /// Public inputs, ONE included.
+    pub num_inputs: usize,
+    pub num_aux: usize,
+    pub a: SparseMatrix,
+    pub b: SparseMatrix,
+    pub c: SparseMatrix,
+    /// The distinct coefficient values; `[0]` is 1 and `[1]` is −1.
+    pub coefficients: Vec<Scalar>,
+    /// Aux variables with a non-zero coefficient somewhere in A (inputs are all dense in A
+    /// through their `x · 0 = 0` rows).
+    pub a_aux_density: Density,
+    /// Inputs and aux variables with a non-zero coefficient somewhere in B.
+    pub b_input_density: Density,
+    pub b_aux_density: Density,
+}
+
+impl ConstraintMatrices {
+    /// Constraints, the per-input rows included.
+    pub fn num_constraints(&self) -> usize {
+        self.a.rows()
+    }
+
+    /// Non-zero entries of A, B and C together.
+    pub fn nonzeros(&self) -> usize {
+        self.a.nonzeros() + self.b.nonzeros() + self.c.nonzeros()
+    }
+
+    /// Bytes of memory the matrices occupy.
+    pub fn heap_bytes(&self) -> usize {
+        self.a.heap_bytes()
+            + self.b.heap_bytes()
+            + self.c.heap_bytes()
+            + std::mem::size_of_val(&self.coefficients[..])
+            + (self.a_aux_density.words().len()
+                + self.b_input_density.words().len()
+                + self.b_aux_density.words().len())
+                * 8
+    }
+
+    /// `(inputs, aux)` counts a circuit must have to be described by these matrices.
+    pub fn assignment_shape(&self) -> (usize, usize) {
+        (self.num_inputs, self.num_aux)
+    }
+}
+
+#[cfg(test)]
+mod tests;

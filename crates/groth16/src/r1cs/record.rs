@@ -1,0 +1,279 @@
+//! `MatrixRecorder`: a constraint system that records A, B and C without any witness.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use bellpepper_core::{
+    Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable,
+};
+use blstrs::Scalar;
+use ff::Field;
+use rayon::prelude::*;
+
+use super::{ConstraintMatrices, Entry, SparseMatrix, COEFF_MINUS_ONE, COEFF_ONE};
+use crate::synthesis::Density;
+use crate::{Error, Result};
+
+/// Marks an aux column while recording (its final column depends on the final input count).
+const AUX_TAG: u32 = 1 << 31;
+
+/// Hashes a coefficient's limbs with one multiply per limb: coefficients are looked up once per
+/// matrix entry (hundreds of millions for a large circuit), where SipHash would dominate.
+#[derive(Default)]
+struct LimbHasher(u64);
+
+impl Hasher for LimbHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.write_u64(*b as u64);
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+/// Records a circuit's R1CS as [`ConstraintMatrices`]; values are never computed (allocation
+/// closures are not called).
+pub struct MatrixRecorder {
+    m: ConstraintMatrices,
+    /// Coefficient value (its limbs) → index into `m.coefficients`.
+    interned: HashMap<[u64; 4], u32, BuildHasherDefault<LimbHasher>>,
+    minus_one: Scalar,
+    /// The first problem seen by `enforce`, which cannot return an error itself.
+    fault: Option<String>,
+}
+
+impl Default for MatrixRecorder {
+    fn default() -> Self {
+        let minus_one = -Scalar::ONE;
+        let empty = || SparseMatrix {
+            row_starts: vec![0],
+            entries: Vec::new(),
+        };
+        let r = Self {
+            m: ConstraintMatrices {
+                num_inputs: 0,
+                num_aux: 0,
+                a: empty(),
+                b: empty(),
+                c: empty(),
+                coefficients: vec![Scalar::ONE, minus_one],
+                a_aux_density: Density::default(),
+                b_input_density: Density::default(),
+                b_aux_density: Density::default(),
+            },
+            interned: HashMap::default(),
+            minus_one,
+            fault: None,
+        };
+        r
+    }
+}
+
+fn limbs(s: &Scalar) -> [u64; 4] {
+    // Only used as a map key: any injective view of the value will do.
+    let bytes = s.to_bytes_le();
+    std::array::from_fn(|i| u64::from_le_bytes(bytes[8 * i..8 * i + 8].try_into().unwrap()))
+}
+
+impl MatrixRecorder {
+    /// Records `circuit` the way the prover synthesizes it: ONE as input 0, the circuit, then
+    /// the per-input rows.
+    pub fn record<C: Circuit<Scalar>>(circuit: C) -> Result<ConstraintMatrices> {
+        let mut r = Self::default();
+        r.alloc_input(|| "one", || Ok(Scalar::ONE))?;
+        circuit.synthesize(&mut r)?;
+        r.finish()
+    }
+
+    /// Adds one `x_i · 0 = 0` row per public input (A is then never zero at an input, which
+    /// keeps the input side of the A query dense), and returns the matrices.
+    pub fn finish(mut self) -> Result<ConstraintMatrices> {
+        for i in 0..self.m.num_inputs {
+            self.enforce(|| "", |lc| lc + Variable(Index::Input(i)), |lc| lc, |lc| lc);
+        }
+        if let Some(f) = self.fault {
+            return Err(Error::Synthesis(f));
+        }
+        let num_inputs = self.m.num_inputs as u64;
+        if num_inputs + self.m.num_aux as u64 > u32::MAX as u64 {
+            return Err(Error::Synthesis(format!(
+                "{} inputs and {} aux variables: more columns than a matrix can index",
+                num_inputs, self.m.num_aux
+            )));
+        }
+        for m in [&mut self.m.a, &mut self.m.b, &mut self.m.c] {
+            m.entries.par_iter_mut().for_each(|e| {
+                if e.column & AUX_TAG != 0 {
+                    e.column = (e.column & !AUX_TAG) + num_inputs as u32;
+                }
+            });
+        }
+        Ok(self.m)
+    }
+
+    fn intern(&mut self, coeff: Scalar) -> u32 {
+        if coeff == Scalar::ONE {
+            return COEFF_ONE;
+        }
+        if coeff == self.minus_one {
+            return COEFF_MINUS_ONE;
+        }
+        let next = self.m.coefficients.len() as u32;
+        let id = *self.interned.entry(limbs(&coeff)).or_insert(next);
+        if id == next {
+            self.m.coefficients.push(coeff);
+        }
+        id
+    }
+
+    /// Appends one row of `lc` to the matrix `which`, marking densities.
+    fn row(
+        &mut self,
+        lc: &LinearCombination<Scalar>,
+        which: Matrix,
+    ) -> std::result::Result<(), String> {
+        // The matrix is moved out while its row is appended, so that interning (which needs
+        // `self`) can run inside the loop without a per-row buffer.
+        let mut m = std::mem::take(self.matrix(which));
+        let appended = self.append(&mut m, lc, which);
+        let end = u32::try_from(m.entries.len())
+            .map_err(|_| "more than 2^32 non-zero entries in one matrix".to_string());
+        if let Ok(end) = end {
+            m.row_starts.push(end);
+        }
+        *self.matrix(which) = m;
+        appended.and(end.map(|_| ()))
+    }
+
+    fn append(
+        &mut self,
+        m: &mut SparseMatrix,
+        lc: &LinearCombination<Scalar>,
+        which: Matrix,
+    ) -> std::result::Result<(), String> {
+        let (num_inputs, num_aux) = (self.m.num_inputs, self.m.num_aux);
+        debug_assert!(num_inputs < AUX_TAG as usize);
+        for (&i, coeff) in lc.iter_inputs() {
+            if coeff.is_zero_vartime() {
+                continue;
+            }
+            if i >= num_inputs {
+                return Err(format!("uses input {i}, but only {num_inputs} exist"));
+            }
+            if which == Matrix::B {
+                self.m.b_input_density.mark(i);
+            }
+            let coeff = self.intern(*coeff);
+            m.entries.push(Entry {
+                column: i as u32,
+                coeff,
+            });
+        }
+        for (&i, coeff) in lc.iter_aux() {
+            if coeff.is_zero_vartime() {
+                continue;
+            }
+            if i >= num_aux {
+                return Err(format!("uses aux {i}, but only {num_aux} exist"));
+            }
+            match which {
+                Matrix::A => self.m.a_aux_density.mark(i),
+                Matrix::B => self.m.b_aux_density.mark(i),
+                Matrix::C => true,
+            };
+            // Inputs may still be allocated after this row: aux columns are tagged now and
+            // placed after the final input count in `finish`.
+            let column = u32::try_from(i)
+                .ok()
+                .filter(|&c| c < AUX_TAG)
+                .ok_or_else(|| format!("aux {i} beyond the 2^31 a recording can index"))?;
+            let coeff = self.intern(*coeff);
+            m.entries.push(Entry {
+                column: column | AUX_TAG,
+                coeff,
+            });
+        }
+        Ok(())
+    }
+
+    fn matrix(&mut self, which: Matrix) -> &mut SparseMatrix {
+        match which {
+            Matrix::A => &mut self.m.a,
+            Matrix::B => &mut self.m.b,
+            Matrix::C => &mut self.m.c,
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Matrix {
+    A,
+    B,
+    C,
+}
+
+impl ConstraintSystem<Scalar> for MatrixRecorder {
+    type Root = Self;
+
+    fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.m.num_aux += 1;
+        self.m.a_aux_density.push(false);
+        self.m.b_aux_density.push(false);
+        Ok(Variable(Index::Aux(self.m.num_aux - 1)))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.m.num_inputs += 1;
+        self.m.b_input_density.push(false);
+        Ok(Variable(Index::Input(self.m.num_inputs - 1)))
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+    {
+        let row = self.m.a.rows();
+        for (lc, which) in [
+            (a(LinearCombination::zero()), Matrix::A),
+            (b(LinearCombination::zero()), Matrix::B),
+            (c(LinearCombination::zero()), Matrix::C),
+        ] {
+            if let Err(e) = self.row(&lc, which) {
+                self.fault
+                    .get_or_insert_with(|| format!("constraint {row}, {which:?}: {e}"));
+            }
+        }
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+}

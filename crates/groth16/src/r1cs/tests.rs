@@ -1,0 +1,134 @@
+use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
+use blstrs::Scalar;
+use ff::Field;
+use rand_core::SeedableRng;
+use zkforge_circuits::SyntheticCircuit;
+
+use super::{ConstraintMatrices, MatrixRecorder};
+use crate::synthesize;
+
+/// Random linear combinations with arbitrary, repeated, cancelling and ±1 coefficients over
+/// inputs and aux in all three matrices.
+#[derive(Clone)]
+struct MixedCoefficients(u64);
+
+impl Circuit<Scalar> for MixedCoefficients {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(self.0);
+        let mut vars = vec![CS::one()];
+        for i in 0..5 {
+            let x = Scalar::random(&mut rng);
+            vars.push(cs.alloc_input(|| format!("in {i}"), || Ok(x))?);
+        }
+        let few = [
+            Scalar::from(3u64),
+            -Scalar::from(7u64),
+            Scalar::ONE,
+            -Scalar::ONE,
+        ];
+        for i in 0..300 {
+            let x = Scalar::random(&mut rng);
+            let v = cs.alloc(|| format!("aux {i}"), || Ok(x))?;
+            let pick = |k: u64| vars[(k as usize * 7919 + i * 31) % vars.len()];
+            let coeff = |k: usize| {
+                if k % 3 == 0 {
+                    Scalar::random(&mut rand_chacha::ChaCha8Rng::seed_from_u64(k as u64))
+                } else {
+                    few[k % few.len()]
+                }
+            };
+            let (p, q, r) = (pick(1), pick(2), pick(3));
+            cs.enforce(
+                || "mixed",
+                |lc| lc + (coeff(i), p) + (coeff(i + 1), v) + (coeff(i + 2), q),
+                // A term that cancels leaves a zero coefficient the recorder must drop.
+                |lc| lc + (coeff(i + 3), r) + (Scalar::from(2u64), v) - (Scalar::from(2u64), v),
+                |lc| lc + v + (coeff(i + 4), p),
+            );
+            vars.push(v);
+        }
+        Ok(())
+    }
+}
+
+fn evaluated(m: &ConstraintMatrices, inputs: &[Scalar], aux: &[Scalar]) -> [Vec<Scalar>; 3] {
+    let (mut a, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new());
+    m.evaluate(inputs, aux, [&mut a, &mut b, &mut c], None)
+        .unwrap();
+    [a, b, c]
+}
+
+/// The products of the recorded matrices equal the evaluations the reference constraint
+/// system makes at every `enforce`, row for row, and the densities match.
+fn assert_matches_reference<C: Circuit<Scalar> + Clone>(circuit: C) -> ConstraintMatrices {
+    let m = MatrixRecorder::record(circuit.clone()).unwrap();
+    let w = synthesize(circuit).unwrap();
+    let [a, b, c] = evaluated(&m, &w.inputs, &w.aux);
+    assert_eq!(m.num_constraints(), w.a.len());
+    for (name, ours, theirs) in [("a", &a, &w.a), ("b", &b, &w.b), ("c", &c, &w.c)] {
+        if let Some(row) = (0..ours.len()).find(|&r| ours[r] != theirs[r]) {
+            panic!("{name} differs at row {row}");
+        }
+    }
+    assert_eq!(m.a_aux_density, w.a_aux_density);
+    assert_eq!(m.b_input_density, w.b_input_density);
+    assert_eq!(m.b_aux_density, w.b_aux_density);
+    m.validate().unwrap();
+    m
+}
+
+#[test]
+fn products_equal_the_reference_evaluations() {
+    let m = assert_matches_reference(MixedCoefficients(1));
+    assert!(
+        m.coefficients.len() > 4,
+        "arbitrary coefficients are interned"
+    );
+    // Inputs allocated between aux variables: columns are placed after the final input count.
+    assert_matches_reference(SyntheticCircuit::new(3000, 7, 0.85, 5));
+}
+
+#[test]
+fn files_round_trip_and_damage_is_named() {
+    let m = MatrixRecorder::record(MixedCoefficients(2)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.r1cs");
+    m.write_file(&path).unwrap();
+    assert_eq!(ConstraintMatrices::read_file(&path).unwrap(), m);
+
+    let bytes = std::fs::read(&path).unwrap();
+    let damaged = |edit: &dyn Fn(&mut Vec<u8>)| {
+        let mut b = bytes.clone();
+        edit(&mut b);
+        std::fs::write(&path, &b).unwrap();
+        ConstraintMatrices::read_file(&path)
+            .unwrap_err()
+            .to_string()
+    };
+    assert!(damaged(&|b| b.truncate(b.len() - 1)).contains("implies"));
+    assert!(damaged(&|b| b[0] = b'X').contains("magic"));
+    // A huge count in the header is refused before anything is allocated.
+    assert!(damaged(&|b| b[16..24].copy_from_slice(&u64::MAX.to_le_bytes())).contains("implies"));
+    // The last entry's column pointing past the variables.
+    let err = damaged(&|b| {
+        let at = b.len() - 8;
+        b[at..at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+    });
+    assert!(err.contains("names column"), "{err}");
+}
+
+#[test]
+fn a_wrong_assignment_is_refused() {
+    let m = MatrixRecorder::record(MixedCoefficients(3)).unwrap();
+    let w = synthesize(MixedCoefficients(3)).unwrap();
+    let mut a = Vec::new();
+    let err = m
+        .evaluate(
+            &w.inputs,
+            &w.aux[1..],
+            [&mut a, &mut Vec::new(), &mut Vec::new()],
+            None,
+        )
+        .unwrap_err();
+    assert!(err.to_string().contains("aux variables"), "{err}");
+}
