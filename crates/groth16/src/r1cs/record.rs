@@ -54,7 +54,7 @@ impl Default for MatrixRecorder {
             row_starts: vec![0],
             entries: Vec::new(),
         };
-        let r = Self {
+        Self {
             m: ConstraintMatrices {
                 num_inputs: 0,
                 num_aux: 0,
@@ -69,8 +69,7 @@ impl Default for MatrixRecorder {
             interned: HashMap::default(),
             minus_one,
             fault: None,
-        };
-        r
+        }
     }
 }
 

@@ -35,7 +35,7 @@ impl Density {
         if words.len() != len.div_ceil(64) {
             return None;
         }
-        if len % 64 != 0 && words.last().is_some_and(|w| w >> (len % 64) != 0) {
+        if !len.is_multiple_of(64) && words.last().is_some_and(|w| w >> (len % 64) != 0) {
             return None;
         }
         let count = words.iter().map(|w| w.count_ones() as usize).sum();
