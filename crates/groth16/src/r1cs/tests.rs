@@ -31,7 +31,7 @@ impl Circuit<Scalar> for MixedCoefficients {
             let v = cs.alloc(|| format!("aux {i}"), || Ok(x))?;
             let pick = |k: u64| vars[(k as usize * 7919 + i * 31) % vars.len()];
             let coeff = |k: usize| {
-                if k % 3 == 0 {
+                if k.is_multiple_of(3) {
                     Scalar::random(&mut rand_chacha::ChaCha8Rng::seed_from_u64(k as u64))
                 } else {
                     few[k % few.len()]
