@@ -1,8 +1,15 @@
-// The single translation unit built into the embedded fatbin: NTT, scalar and MSM kernels.
+// The single translation unit built into the embedded fatbin: NTT, scalar and MSM kernels,
+// the constraint products, and key generation's fixed-base products and point decoding.
 #include "ntt/ntt.cuh"
 #include "msm/scalars.cuh"
 #include "msm/density.cuh"
 #include "msm/pippenger.cuh"
+#include "spmv/spmv.cuh"
+#include "keygen/fixed_base.cuh"
 
 ZKF_MSM_ENTRY_POINTS(g1, zkf::fp_t)
 ZKF_MSM_ENTRY_POINTS(g2, zkf::fp2)
+ZKF_KEYGEN_ENTRY_POINT(g1, zkf::fp_t)
+ZKF_KEYGEN_ENTRY_POINT(g2, zkf::fp2)
+ZKF_DECODE_ENTRY_POINT(g1, zkf::fp_t)
+ZKF_DECODE_ENTRY_POINT(g2, zkf::fp2)

@@ -90,6 +90,11 @@ pub(crate) struct Kernels {
     pub density_gather: CudaFunction,
     pub msm_task_counts: CudaFunction,
     pub msm_max_count: CudaFunction,
+    pub spmv_csr: CudaFunction,
+    pub keygen_g1: CudaFunction,
+    pub keygen_g2: CudaFunction,
+    pub decode_g1: CudaFunction,
+    pub decode_g2: CudaFunction,
     pub g1: MsmKernels,
     pub g2: MsmKernels,
 }
@@ -202,6 +207,11 @@ impl CudaDevice {
             density_gather: f("density_gather")?,
             msm_task_counts: f("msm_task_counts")?,
             msm_max_count: f("msm_max_count")?,
+            spmv_csr: f("spmv_csr")?,
+            keygen_g1: f("keygen_fixed_base_g1")?,
+            keygen_g2: f("keygen_fixed_base_g2")?,
+            decode_g1: f("decode_points_g1")?,
+            decode_g2: f("decode_points_g2")?,
             g1: msm("g1")?,
             g2: msm("g2")?,
         };

@@ -11,11 +11,17 @@ mod backend;
 #[cfg(feature = "cuda")]
 mod device;
 #[cfg(feature = "cuda")]
+mod keygen;
+#[cfg(feature = "cuda")]
 mod msm;
 #[cfg(feature = "cuda")]
 mod ntt;
 #[cfg(feature = "cuda")]
+mod pinned;
+#[cfg(feature = "cuda")]
 mod readback;
+#[cfg(feature = "cuda")]
+mod spmv;
 #[cfg(feature = "cuda")]
 mod staging;
 #[cfg(not(feature = "cuda"))]
@@ -26,7 +32,11 @@ pub use backend::{partition_footprint, CudaBackend};
 #[cfg(feature = "cuda")]
 pub use device::{CudaDevice, DeviceBasesG1, DeviceBasesG2, DeviceScalars};
 pub use error::CudaError;
+#[cfg(feature = "cuda")]
+pub use keygen::CudaFixedBase;
 pub use options::{parse_devices, CudaOptions, Residency};
+#[cfg(feature = "cuda")]
+pub use spmv::{matrices_bytes, DeviceMatrices};
 #[cfg(not(feature = "cuda"))]
 pub use stub::{CudaDevice, DeviceBasesG1, DeviceBasesG2, DeviceScalars};
 pub use vram::{VramBudget, VramReservation};

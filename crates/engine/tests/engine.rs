@@ -16,8 +16,8 @@ use zkforge_engine::{
 };
 use zkforge_groth16::generator::generate_random_keys;
 use zkforge_groth16::{
-    CpuBackend, DeviceInfo, Phase, ProveReport, ProverBackend, ProvingKey, QuerySums, ScalarPool,
-    Witness,
+    CpuBackend, DeviceInfo, KeyRef, Phase, ProveReport, ProverBackend, ProvingKey, QuerySums,
+    ScalarPool, Witness,
 };
 
 /// Keys kept in memory, found by file stem (whatever the proof kind).
@@ -44,9 +44,15 @@ impl ProverBackend for SlowBackend {
         "slow-cpu"
     }
 
-    fn query_sums(&self, pk: &ProvingKey, w: Witness) -> zkforge_groth16::Result<QuerySums> {
+    fn query_sums_on(
+        &self,
+        device: usize,
+        key: KeyRef<'_>,
+        w: Witness,
+        report: &mut ProveReport,
+    ) -> zkforge_groth16::Result<QuerySums> {
         std::thread::sleep(self.1);
-        self.0.query_sums(pk, w)
+        self.0.query_sums_on(device, key, w, report)
     }
 }
 
@@ -393,14 +399,10 @@ impl ProverBackend for KernelLockBackend {
         Some(self.pool.clone())
     }
 
-    fn query_sums(&self, pk: &ProvingKey, w: Witness) -> zkforge_groth16::Result<QuerySums> {
-        self.query_sums_on(0, pk, w, &mut ProveReport::default())
-    }
-
     fn query_sums_on(
         &self,
         d: usize,
-        pk: &ProvingKey,
+        pk: KeyRef<'_>,
         w: Witness,
         report: &mut ProveReport,
     ) -> zkforge_groth16::Result<QuerySums> {
@@ -417,7 +419,9 @@ impl ProverBackend for KernelLockBackend {
         let inside = self.inside[d].fetch_add(1, SeqCst) + 1;
         self.most_in_kernels.fetch_max(inside, SeqCst);
         std::thread::sleep(Duration::from_millis(40));
-        let sums = self.cpu.query_sums(pk, w);
+        let sums = self
+            .cpu
+            .query_sums_on(0, pk, w, &mut ProveReport::default());
         self.inside[d].fetch_sub(1, SeqCst);
         drop(guard);
         report.locked_ms = 40.0;

@@ -4,6 +4,8 @@
 //! The math maps onto modules one to one:
 //! - [`synthesis`]: our `ConstraintSystem` that turns a circuit into a [`Witness`]
 //!   (constraint evaluations a, b, c, the assignment, and the query densities);
+//! - [`r1cs`]: the circuit's constraints recorded once as sparse matrices, and their products
+//!   with an assignment (the evaluations a, b, c);
 //! - [`poly`]: the evaluation domain, the NTT and the quotient polynomial h;
 //! - [`msm`]: multi-scalar multiplication with density filtering and the 0/1 split;
 //! - [`srs`]: the proving and verifying keys, read from and written to Filecoin `.params`/`.vk`;
@@ -30,5 +32,7 @@ pub use prover::{
     CpuBackend, DeviceInfo, Phase, ProofRandomness, ProveReport, ProverBackend, QuerySums,
 };
 pub use r1cs::{ConstraintMatrices, MatrixRecorder};
-pub use srs::{ProvingKey, ReadOptions, VerifyingKey};
-pub use synthesis::{synthesize, Density, HostPinner, ScalarPool, Witness, WitnessBuilder};
+pub use srs::{KeyRef, LoadedKey, ParamsFile, ProvingKey, QueryLengths, ReadOptions, VerifyingKey};
+pub use synthesis::{
+    synthesize, Density, HostPinner, ScalarPool, Witness, WitnessBuilder, WitnessOnly,
+};

@@ -1,6 +1,7 @@
 // Radix-2 decimation-in-frequency NTT over the BLS12-381 scalar field, natural order in and out.
 #pragma once
 #include "../ff/fp2.cuh"
+#include "../util.cuh"
 
 namespace zkf {
 
@@ -13,9 +14,6 @@ __device__ __forceinline__ fr_t pow_tab(const fr_t* lo, const fr_t* hi, uint32_t
     if (h) r = r * hi[h];
     return r;
 }
-
-__device__ __forceinline__ uint64_t global_tid()
-{   return (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;   }
 
 } // namespace zkf
 

@@ -5,46 +5,75 @@ use std::sync::{Arc, Mutex};
 
 use blstrs::{G1Affine, G2Affine};
 
-use zkforge_groth16::ProvingKey;
+use zkforge_groth16::r1cs::ConstraintMatrices;
+use zkforge_groth16::srs::Query;
+use zkforge_groth16::{KeyRef, ProvingKey};
 
 use crate::device::lock;
 use crate::host::g1_affine_as_u64;
 use crate::options::Residency;
+use crate::spmv::{matrices_bytes, DeviceMatrices};
 use crate::vram::{gib, VramBudget, VramReservation};
 use crate::{CudaDevice, CudaError, DeviceBasesG1, DeviceBasesG2};
 
-/// Which key a set of bases belongs to: its query buffers and the input split.
+/// Which key a set of bases belongs to, and the input split they were cut at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct KeyId {
-    h: usize,
-    l: usize,
-    a: usize,
+    origin: u64,
     n_in: usize,
     b_in: usize,
-    /// Lengths and the first and last H and L points: a key loaded later at the same
-    /// addresses must not reuse another key's bases.
-    fingerprint: u64,
 }
 
 impl KeyId {
-    pub fn of(pk: &ProvingKey, n_in: usize, b_in: usize) -> Self {
+    pub fn of(key: KeyRef<'_>, n_in: usize, b_in: usize) -> Self {
         use std::hash::{Hash, Hasher};
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        for q in [&pk.h, &pk.l, &pk.a, &pk.b_g1] {
-            q.len().hash(&mut hasher);
-            for p in [q.first(), q.last()].into_iter().flatten() {
-                g1_affine_as_u64(std::slice::from_ref(p)).hash(&mut hasher);
+        match key {
+            // Addresses, lengths and the first and last H and L points: a key loaded later at
+            // the same addresses must not reuse another key's bases.
+            KeyRef::Memory(pk) => {
+                for q in [&pk.h, &pk.l, &pk.a, &pk.b_g1] {
+                    (q.as_ptr() as usize, q.len()).hash(&mut hasher);
+                    for p in [q.first(), q.last()].into_iter().flatten() {
+                        g1_affine_as_u64(std::slice::from_ref(p)).hash(&mut hasher);
+                    }
+                }
+                pk.b_g2.len().hash(&mut hasher);
             }
+            // The same file, unchanged since: the same key.
+            KeyRef::File(f) => f.identity().hash(&mut hasher),
         }
-        pk.b_g2.len().hash(&mut hasher);
         Self {
-            h: pk.h.as_ptr() as usize,
-            l: pk.l.as_ptr() as usize,
-            a: pk.a.as_ptr() as usize,
+            origin: hasher.finish(),
             n_in,
             b_in,
-            fingerprint: hasher.finish(),
         }
+    }
+}
+
+/// The input-side prefixes of the A and B queries, summed on the host (a few hundred terms):
+/// kept decoded beside the device bases.
+pub(crate) struct InputBases {
+    pub a: Vec<G1Affine>,
+    pub b_g1: Vec<G1Affine>,
+    pub b_g2: Vec<G2Affine>,
+}
+
+impl InputBases {
+    fn of(key: KeyRef<'_>, n_in: usize, b_in: usize) -> Result<Self, CudaError> {
+        let bad = |e: zkforge_groth16::Error| CudaError::Invalid(e.to_string());
+        Ok(match key {
+            KeyRef::Memory(pk) => Self {
+                a: pk.a[..n_in].to_vec(),
+                b_g1: pk.b_g1[..b_in].to_vec(),
+                b_g2: pk.b_g2[..b_in].to_vec(),
+            },
+            KeyRef::File(f) => Self {
+                a: f.g1_points(Query::A, 0, n_in).map_err(bad)?,
+                b_g1: f.g1_points(Query::BG1, 0, b_in).map_err(bad)?,
+                b_g2: f.g2_points(0, b_in).map_err(bad)?,
+            },
+        })
     }
 }
 
@@ -67,8 +96,16 @@ pub(crate) enum Placement {
 pub(crate) struct KeyBases {
     pub id: KeyId,
     pub placement: Placement,
+    pub inputs: InputBases,
     bytes: u64,
     _vram: Option<VramReservation>,
+}
+
+/// A circuit's constraint matrices resident on one GPU.
+pub(crate) struct ResidentMatrices {
+    of: Arc<ConstraintMatrices>,
+    pub device: DeviceMatrices,
+    _vram: VramReservation,
 }
 
 /// The aux-side bases of a key in host memory: what goes to the device (resident) or is read
@@ -83,6 +120,7 @@ pub(crate) struct AuxQueries<'a> {
 
 impl<'a> AuxQueries<'a> {
     pub fn of(pk: &'a ProvingKey, n_in: usize, b_in: usize) -> Self {
+        let (n_in, b_in) = (n_in.min(pk.a.len()), b_in.min(pk.b_g1.len()));
         Self {
             h: &pk.h,
             l: &pk.l,
@@ -91,16 +129,14 @@ impl<'a> AuxQueries<'a> {
             b_g2_aux: &pk.b_g2[b_in..],
         }
     }
+}
 
-    /// Bytes on the device.
-    fn bytes(&self) -> u64 {
-        use std::mem::size_of_val;
-        (size_of_val(self.h)
-            + size_of_val(self.l)
-            + size_of_val(self.a_aux)
-            + size_of_val(self.b_g1_aux)
-            + size_of_val(self.b_g2_aux)) as u64
-    }
+/// Device bytes of a key's aux-side bases.
+pub(crate) fn aux_bases_bytes(key: KeyRef<'_>, n_in: usize, b_in: usize) -> u64 {
+    let l = key.lengths();
+    let g1 = l.h + l.l + l.a.saturating_sub(n_in) + l.b_g1.saturating_sub(b_in);
+    (g1 * std::mem::size_of::<G1Affine>()
+        + l.b_g2.saturating_sub(b_in) * std::mem::size_of::<G2Affine>()) as u64
 }
 
 pub(crate) struct Gpu {
@@ -113,6 +149,7 @@ pub(crate) struct Gpu {
     pub vram: Arc<VramBudget>,
     /// Most recently used last.
     keys: Mutex<Vec<Arc<KeyBases>>>,
+    matrices: Mutex<Vec<Arc<ResidentMatrices>>>,
     residency: Residency,
 }
 
@@ -157,6 +194,7 @@ impl Gpu {
             kernel_lock: Mutex::new(()),
             vram: VramBudget::new(budget),
             keys: Mutex::new(Vec::new()),
+            matrices: Mutex::new(Vec::new()),
             residency,
         })
     }
@@ -178,20 +216,19 @@ impl Gpu {
     /// fit beside it (idle keys are evicted first), otherwise it is streamed.
     pub fn bases(
         &self,
-        pk: &ProvingKey,
+        key: KeyRef<'_>,
         n_in: usize,
         b_in: usize,
         partition_bytes: u64,
     ) -> Result<Arc<KeyBases>, CudaError> {
-        let id = KeyId::of(pk, n_in, b_in);
+        let id = KeyId::of(key, n_in, b_in);
         let mut keys = lock(&self.keys);
         if let Some(i) = keys.iter().position(|k| k.id == id) {
             let k = keys.remove(i);
             keys.push(k.clone());
             return Ok(k);
         }
-        let host = AuxQueries::of(pk, n_in, b_in);
-        let bytes = host.bytes();
+        let bytes = aux_bases_bytes(key, n_in, b_in);
         let headroom = match self.residency {
             Residency::Auto => 2 * partition_bytes,
             _ => 0,
@@ -201,9 +238,24 @@ impl Gpu {
         } else {
             self.make_room(&mut keys, bytes, headroom)
         };
-        let placement = match &reservation {
-            Some(_) => Placement::Resident(Box::new(self.upload(&host)?)),
-            None if self.residency == Residency::Vram => {
+        let placement = match (&reservation, key) {
+            (Some(_), KeyRef::Memory(pk)) => {
+                Placement::Resident(Box::new(self.upload(&AuxQueries::of(pk, n_in, b_in))?))
+            }
+            (Some(_), KeyRef::File(f)) => Placement::Resident(Box::new(
+                super::key_upload::upload_from_file(&self.main, f, n_in, b_in)?,
+            )),
+            (None, KeyRef::File(f)) => {
+                return Err(CudaError::Invalid(format!(
+                    "the key {} was left in its file for VRAM, but its {} of bases do not fit                      GPU {}'s budget ({} free of {}); set params_residency = \"host\" to                      stream it from host memory",
+                    f.path().display(),
+                    gib(bytes),
+                    self.ordinal,
+                    gib(self.vram.total() - self.vram.used()),
+                    gib(self.vram.total())
+                )))
+            }
+            (None, _) if self.residency == Residency::Vram => {
                 return Err(CudaError::Invalid(format!(
                     "params_residency = \"vram\" but the key's {} of bases do not fit in GPU {}'s \
                      budget ({} free of {})",
@@ -213,7 +265,7 @@ impl Gpu {
                     gib(self.vram.total())
                 )))
             }
-            None => Placement::Streamed,
+            (None, KeyRef::Memory(_)) => Placement::Streamed,
         };
         let mode = match placement {
             Placement::Resident(_) => "resident in VRAM",
@@ -223,11 +275,59 @@ impl Gpu {
         let k = Arc::new(KeyBases {
             id,
             placement,
+            inputs: InputBases::of(key, n_in, b_in)?,
             bytes,
             _vram: reservation,
         });
         keys.push(k.clone());
         Ok(k)
+    }
+
+    /// Whether a key whose aux-side bases take `bytes` would stay resident here with room for
+    /// two partitions of `partition_bytes` beside it (after evicting idle keys).
+    pub fn would_keep_resident(&self, bytes: u64, partition_bytes: u64) -> bool {
+        if self.residency == Residency::Host {
+            return false;
+        }
+        let idle: u64 = lock(&self.keys)
+            .iter()
+            .filter(|k| Arc::strong_count(k) == 1)
+            .map(|k| k.bytes)
+            .sum();
+        let headroom = match self.residency {
+            Residency::Auto => 2 * partition_bytes,
+            _ => 0,
+        };
+        self.vram.used() - idle.min(self.vram.used()) + bytes + headroom <= self.vram.total()
+    }
+
+    /// The circuit's matrices on this device, uploaded on first use (kept while the
+    /// circuit's jobs run; idle ones are dropped for room like keys).
+    pub fn matrices(
+        &self,
+        m: &Arc<ConstraintMatrices>,
+    ) -> Result<Arc<ResidentMatrices>, CudaError> {
+        let mut all = lock(&self.matrices);
+        if let Some(r) = all.iter().find(|r| Arc::ptr_eq(&r.of, m)) {
+            return Ok(r.clone());
+        }
+        let bytes = matrices_bytes(m);
+        all.retain(|r| Arc::strong_count(r) > 1);
+        let vram = self.vram.reserve(bytes, "constraint matrices")?;
+        let device = self.main.upload_matrices(m)?;
+        tracing::info!(
+            device = self.ordinal,
+            bytes = %gib(bytes),
+            nonzeros = m.nonzeros(),
+            "constraint matrices resident in VRAM"
+        );
+        let r = Arc::new(ResidentMatrices {
+            of: m.clone(),
+            device,
+            _vram: vram,
+        });
+        all.push(r.clone());
+        Ok(r)
     }
 
     /// Reserves `bytes` leaving `headroom` free, evicting keys no partition is using.
@@ -295,6 +395,7 @@ impl Drop for Gpu {
     fn drop(&mut self) {
         // Bases and idle handles go first, then the pool gives their memory back.
         lock(&self.keys).clear();
+        lock(&self.matrices).clear();
         lock(&self.handles).clear();
         crate::device::release_pooled_memory(&self.main.ctx);
     }

@@ -3,6 +3,7 @@
 //! witness buffers page-locked once and reused.
 
 mod gpu;
+mod key_upload;
 mod partition;
 mod pinner;
 mod streamed;
@@ -10,7 +11,8 @@ mod streamed;
 use std::sync::Arc;
 
 use zkforge_groth16::{
-    DeviceInfo, Error, ProveReport, ProverBackend, ProvingKey, QuerySums, ScalarPool, Witness,
+    DeviceInfo, Error, KeyRef, ProveReport, ProverBackend, QueryLengths, QuerySums, ScalarPool,
+    Witness,
 };
 
 use crate::options::CudaOptions;
@@ -20,7 +22,7 @@ use pinner::CudaPinner;
 
 /// Device bytes one partition of `w` reserves on a GPU (for tests and capacity planning).
 pub fn partition_footprint(w: &Witness) -> u64 {
-    let domain = zkforge_groth16::poly::Domain::for_len(w.a.len()).map_or(0, |d| d.n);
+    let domain = zkforge_groth16::poly::Domain::for_len(w.num_constraints()).map_or(0, |d| d.n);
     partition::footprint(
         domain,
         w.aux.len(),
@@ -114,14 +116,26 @@ impl ProverBackend for CudaBackend {
         )
     }
 
-    fn query_sums(&self, pk: &ProvingKey, witness: Witness) -> zkforge_groth16::Result<QuerySums> {
-        self.query_sums_on(0, pk, witness, &mut ProveReport::default())
+    fn evaluates_constraints(&self) -> bool {
+        true
+    }
+
+    /// The key stays in its file (and off the host) when its bases would stay resident in
+    /// every GPU's VRAM; otherwise it is decoded, to be streamed from host memory.
+    fn prefers_key_file(&self, lengths: &QueryLengths) -> bool {
+        let domain = (lengths.h + 1).next_power_of_two();
+        let partition = partition::footprint(domain, lengths.l, lengths.a, lengths.b_g1);
+        let bytes = (lengths.h + lengths.l + lengths.a + lengths.b_g1) as u64 * 96
+            + lengths.b_g2 as u64 * 192;
+        self.gpus
+            .iter()
+            .all(|g| g.would_keep_resident(bytes, partition))
     }
 
     fn query_sums_on(
         &self,
         device: usize,
-        pk: &ProvingKey,
+        pk: KeyRef<'_>,
         witness: Witness,
         report: &mut ProveReport,
     ) -> zkforge_groth16::Result<QuerySums> {

@@ -1,14 +1,15 @@
-//! One partition on one GPU: host preparation and uploads outside the kernel lock, then the
-//! h step and the five MSMs inside it, each phase timed with device events.
+//! One partition on one GPU, step by step as the paper reads: host preparation and uploads
+//! outside the kernel lock, then inside it the constraint products (when synthesis left them
+//! to the device), the h step, and the five MSMs — each a phase timed with device events.
 
 use std::time::Instant;
 
 use blstrs::{G1Projective, G2Projective};
 use zkforge_groth16::msm::{msm, msm_with_density, G1, G2};
 use zkforge_groth16::poly::Domain;
-use zkforge_groth16::{reaper, Phase, ProveReport, ProvingKey, QuerySums, Witness};
+use zkforge_groth16::{reaper, KeyRef, Phase, ProveReport, QuerySums, Witness};
 
-use super::gpu::{AuxQueries, Gpu, KeyBases, Placement};
+use super::gpu::{AuxQueries, Gpu, InputBases, KeyBases, Placement, ResidentMatrices};
 use super::streamed::msm_streamed;
 use crate::device::{lock, CudaDevice, DeviceScalars};
 use crate::host::{g1_affine_as_u64, g2_affine_as_u64};
@@ -23,33 +24,35 @@ pub(crate) fn footprint(domain: usize, aux: usize, a_aux: usize, b_aux: usize) -
     uploads + scratch + (64 << 20)
 }
 
+/// a, b, c: uploaded, or still to be computed on the device from the resident matrices.
+enum Evaluations {
+    Uploaded([DeviceScalars; 3]),
+    Deferred {
+        matrices: std::sync::Arc<ResidentMatrices>,
+        inputs: DeviceScalars,
+    },
+}
+
 /// The witness on the device.
 struct Uploaded {
-    a: DeviceScalars,
-    b: DeviceScalars,
-    c: DeviceScalars,
+    evaluations: Evaluations,
     aux: DeviceScalars,
     a_aux: DeviceScalars,
     b_aux: DeviceScalars,
 }
 
-/// The public-input side of the A and B queries, summed on the host (a few hundred terms).
+/// Σ over the public inputs of the A and B queries, on the host.
 struct InputSums {
-    n_in: usize,
-    b_in: usize,
     a: G1Projective,
     b_g1: G1Projective,
     b_g2: G2Projective,
 }
 
-fn input_sums(pk: &ProvingKey, w: &Witness) -> InputSums {
-    let (n_in, b_in) = (w.inputs.len(), w.b_input_density.count());
+fn input_sums(bases: &InputBases, w: &Witness) -> InputSums {
     InputSums {
-        n_in,
-        b_in,
-        a: msm::<G1>(&pk.a[..n_in], &w.inputs),
-        b_g1: msm_with_density::<G1>(&pk.b_g1[..b_in], &w.inputs, &w.b_input_density),
-        b_g2: msm_with_density::<G2>(&pk.b_g2[..b_in], &w.inputs, &w.b_input_density),
+        a: msm::<G1>(&bases.a, &w.inputs),
+        b_g1: msm_with_density::<G1>(&bases.b_g1, &w.inputs, &w.b_input_density),
+        b_g2: msm_with_density::<G2>(&bases.b_g2, &w.inputs, &w.b_input_density),
     }
 }
 
@@ -59,24 +62,25 @@ fn since(t0: Instant) -> f64 {
 
 pub(crate) fn query_sums(
     gpu: &Gpu,
-    pk: &ProvingKey,
+    key: KeyRef<'_>,
     w: Witness,
     report: &mut ProveReport,
 ) -> Result<QuerySums, CudaError> {
     let t0 = Instant::now();
-    let domain = Domain::for_len(w.a.len())
+    let domain = Domain::for_len(w.num_constraints())
         .map_err(|e| CudaError::Invalid(e.to_string()))?
         .n;
     let (n_in, b_in) = (w.inputs.len(), w.b_input_density.count());
     let (a_n, b_n) = (w.a_aux_density.count(), w.b_aux_density.count());
     let bytes = footprint(domain, w.aux.len(), a_n, b_n);
-    let bases = gpu.bases(pk, n_in, b_in, bytes)?;
-    let inputs = input_sums(pk, &w);
+    let bases = gpu.bases(key, n_in, b_in, bytes)?;
+    let matrices = w.matrices.as_ref().map(|m| gpu.matrices(m)).transpose()?;
+    let inputs = input_sums(&bases.inputs, &w);
     let dev = gpu.handle()?;
     let _vram = gpu.vram.reserve(bytes, "a partition")?;
 
     let start = since(t0);
-    let (up, h2d_ms) = timed(&dev, |d| upload(d, &w, domain))?;
+    let (up, h2d_ms) = timed(&dev, |d| upload(d, &w, domain, matrices))?;
     report.phases.push(Phase {
         name: "h2d",
         start_ms: start,
@@ -89,7 +93,7 @@ pub(crate) fn query_sums(
     let _kernels = lock(&gpu.kernel_lock);
     report.lock_wait_ms = since(waited);
     let locked = Instant::now();
-    let sums = kernels(&dev, pk, &bases, up, inputs, t0, report);
+    let sums = kernels(&dev, key, &bases, up, inputs, domain, t0, report);
     report.locked_ms = since(locked);
     sums
 }
@@ -103,79 +107,102 @@ fn timed<R>(
     Ok((r?, ms as f64))
 }
 
-fn upload(d: &CudaDevice, w: &Witness, domain: usize) -> Result<Uploaded, CudaError> {
+fn upload(
+    d: &CudaDevice,
+    w: &Witness,
+    domain: usize,
+    matrices: Option<std::sync::Arc<ResidentMatrices>>,
+) -> Result<Uploaded, CudaError> {
     let aux = d.upload_padded(&w.aux, w.aux.len())?;
     let a_aux = d.gather_by_density(&aux, &w.a_aux_density)?;
     let b_aux = d.gather_by_density(&aux, &w.b_aux_density)?;
+    let evaluations = match matrices {
+        Some(matrices) => Evaluations::Deferred {
+            matrices,
+            inputs: d.upload_padded(&w.inputs, w.inputs.len())?,
+        },
+        None => Evaluations::Uploaded([
+            d.upload_padded(&w.a, domain)?,
+            d.upload_padded(&w.b, domain)?,
+            d.upload_padded(&w.c, domain)?,
+        ]),
+    };
     Ok(Uploaded {
-        a: d.upload_padded(&w.a, domain)?,
-        b: d.upload_padded(&w.b, domain)?,
-        c: d.upload_padded(&w.c, domain)?,
+        evaluations,
         aux,
         a_aux,
         b_aux,
     })
 }
 
+/// Adds a phase timed on the device around `f`.
+fn phase<R>(
+    dev: &CudaDevice,
+    name: &'static str,
+    t0: Instant,
+    report: &mut ProveReport,
+    f: impl FnOnce(&CudaDevice) -> Result<R, CudaError>,
+) -> Result<R, CudaError> {
+    let start = since(t0);
+    let (r, duration_ms) = timed(dev, f)?;
+    report.phases.push(Phase {
+        name,
+        start_ms: start,
+        duration_ms,
+    });
+    Ok(r)
+}
+
+#[allow(clippy::too_many_arguments)]
 fn kernels(
     dev: &CudaDevice,
-    pk: &ProvingKey,
+    key: KeyRef<'_>,
     bases: &KeyBases,
     up: Uploaded,
     inputs: InputSums,
+    domain: usize,
     t0: Instant,
     report: &mut ProveReport,
 ) -> Result<QuerySums, CudaError> {
     let Uploaded {
-        a,
-        b,
-        c,
+        evaluations,
         aux,
         a_aux,
         b_aux,
     } = up;
-    let InputSums {
-        n_in,
-        b_in,
-        a: a_in,
-        b_g1: b_g1_in,
-        b_g2: b_g2_in,
-    } = inputs;
-    let start = since(t0);
-    let (h, ntt_ms) = timed(dev, |d| d.h_from_device(a, b, c))?;
-    report.phases.push(Phase {
-        name: "ntt",
-        start_ms: start,
-        duration_ms: ntt_ms,
-    });
-    let start = since(t0);
-    let (sums, msm_ms) = timed(dev, |d| match &bases.placement {
+    let [a, b, c] = match evaluations {
+        Evaluations::Uploaded(abc) => abc,
+        Evaluations::Deferred { matrices, inputs } => phase(dev, "spmv", t0, report, |d| {
+            d.constraint_products(&matrices.device, &inputs, &aux, domain)
+        })?,
+    };
+    let h = phase(dev, "ntt", t0, report, |d| d.h_from_device(a, b, c))?;
+    phase(dev, "msm", t0, report, |d| match &bases.placement {
         Placement::Resident(q) => Ok(QuerySums {
             h: d.msm_g1_resident(&q.h, &h)?,
             l: d.msm_g1_resident(&q.l, &aux)?,
-            a: d.msm_g1_resident(&q.a_aux, &a_aux)? + a_in,
-            b_g1: d.msm_g1_resident(&q.b_g1_aux, &b_aux)? + b_g1_in,
-            b_g2: d.msm_g2_resident(&q.b_g2_aux, &b_aux)? + b_g2_in,
+            a: d.msm_g1_resident(&q.a_aux, &a_aux)? + inputs.a,
+            b_g1: d.msm_g1_resident(&q.b_g1_aux, &b_aux)? + inputs.b_g1,
+            b_g2: d.msm_g2_resident(&q.b_g2_aux, &b_aux)? + inputs.b_g2,
         }),
         Placement::Streamed => {
-            let q = AuxQueries::of(pk, n_in, b_in);
+            let KeyRef::Memory(pk) = key else {
+                return Err(CudaError::Invalid(
+                    "streamed bases need the key decoded in host memory".into(),
+                ));
+            };
+            let q = AuxQueries::of(pk, bases.inputs.a.len(), bases.inputs.b_g1.len());
             let g1 = |bases, scalars| {
                 msm_streamed::<gpu_msm::G1>(d, g1_affine_as_u64(bases), 12, scalars)
             };
             Ok(QuerySums {
                 h: g1(q.h, &h)?,
                 l: g1(q.l, &aux)?,
-                a: g1(q.a_aux, &a_aux)? + a_in,
-                b_g1: g1(q.b_g1_aux, &b_aux)? + b_g1_in,
+                a: g1(q.a_aux, &a_aux)? + inputs.a,
+                b_g1: g1(q.b_g1_aux, &b_aux)? + inputs.b_g1,
                 b_g2: msm_streamed::<gpu_msm::G2>(d, g2_affine_as_u64(q.b_g2_aux), 24, &b_aux)?
-                    + b_g2_in,
+                    + inputs.b_g2,
             })
         }
-    })?;
-    report.phases.push(Phase {
-        name: "msm",
-        start_ms: start,
-        duration_ms: msm_ms,
-    });
-    Ok(sums)
+    })
 }

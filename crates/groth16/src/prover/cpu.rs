@@ -9,7 +9,7 @@ use crate::msm::{msm, msm_with_density, G1, G2};
 use crate::poly::h_coefficients;
 use std::mem::take;
 
-use crate::{Error, ProvingKey, Result, Witness};
+use crate::{Error, KeyRef, ProveReport, ProvingKey, Result, Witness};
 
 /// Proves on the CPU. With no pool given it runs on the caller's rayon pool.
 #[derive(Clone, Default)]
@@ -39,6 +39,7 @@ impl CpuBackend {
     }
 
     fn sums(pk: &ProvingKey, mut w: Witness) -> Result<QuerySums> {
+        w.evaluate()?;
         // The h step consumes a, b, c; pooled buffers must go back to their pool whole.
         let (a, b, c) = if w.recycle.0.is_some() {
             (w.a.clone(), w.b.clone(), w.c.clone())
@@ -82,7 +83,19 @@ impl ProverBackend for CpuBackend {
         "cpu"
     }
 
-    fn query_sums(&self, pk: &ProvingKey, witness: Witness) -> Result<QuerySums> {
+    fn query_sums_on(
+        &self,
+        _device: usize,
+        key: KeyRef<'_>,
+        witness: Witness,
+        _report: &mut ProveReport,
+    ) -> Result<QuerySums> {
+        let KeyRef::Memory(pk) = key else {
+            return Err(Error::Backend {
+                backend: "cpu",
+                message: "the CPU prover needs the proving key decoded in memory".into(),
+            });
+        };
         match &self.pool {
             Some(pool) => pool.install(|| Self::sums(pk, witness)),
             None => Self::sums(pk, witness),

@@ -11,7 +11,7 @@ use blstrs::{G1Projective, G2Projective, Scalar};
 use ff::Field;
 use rand_core::RngCore;
 
-use crate::{Proof, ProvingKey, Result, Witness};
+use crate::{KeyRef, Proof, ProvingKey, QueryLengths, Result, Witness};
 
 /// The blinding scalars of one proof. Fixed values make the proof bytes deterministic.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -99,33 +99,41 @@ pub trait ProverBackend: Send + Sync {
         (0, 0)
     }
 
-    /// Computes the query sums; the key has already been checked to fit the witness.
-    fn query_sums(&self, pk: &ProvingKey, witness: Witness) -> Result<QuerySums>;
+    /// True when the backend computes a witness's deferred evaluations (a = A·z, ...) itself,
+    /// on its device; otherwise they are computed on the CPU before it is called.
+    fn evaluates_constraints(&self) -> bool {
+        false
+    }
 
-    /// As `query_sums`, on device `device` (an index into `devices()`), filling `report`.
+    /// True when a key of these lengths should stay in its file ([`KeyRef::File`]) because
+    /// the backend uploads it to its devices itself; false to have it decoded into memory.
+    fn prefers_key_file(&self, lengths: &QueryLengths) -> bool {
+        let _ = lengths;
+        false
+    }
+
+    /// Computes the query sums on device `device` (an index into `devices()`), filling
+    /// `report`; the key has already been checked to fit the witness.
     fn query_sums_on(
         &self,
         device: usize,
-        pk: &ProvingKey,
+        key: KeyRef<'_>,
         witness: Witness,
         report: &mut ProveReport,
-    ) -> Result<QuerySums> {
-        let _ = (device, report);
-        self.query_sums(pk, witness)
-    }
+    ) -> Result<QuerySums>;
 }
 
 /// Proves one synthesized circuit (on the backend's first device).
-pub fn prove(
+pub fn prove<'a>(
     backend: &dyn ProverBackend,
-    pk: &ProvingKey,
+    key: impl Into<KeyRef<'a>>,
     witness: Witness,
     randomness: ProofRandomness,
 ) -> Result<Proof> {
     prove_on(
         backend,
         0,
-        pk,
+        key,
         witness,
         randomness,
         &mut ProveReport::default(),
@@ -133,17 +141,21 @@ pub fn prove(
 }
 
 /// Proves one synthesized circuit on one device of the backend, reporting its phases.
-pub fn prove_on(
+pub fn prove_on<'a>(
     backend: &dyn ProverBackend,
     device: usize,
-    pk: &ProvingKey,
-    witness: Witness,
+    key: impl Into<KeyRef<'a>>,
+    mut witness: Witness,
     randomness: ProofRandomness,
     report: &mut ProveReport,
 ) -> Result<Proof> {
-    pk.check_fits(&witness)?;
-    let sums = backend.query_sums_on(device, pk, witness, report)?;
-    assemble(&pk.vk, &sums, randomness)
+    let key = key.into();
+    key.lengths().check_fits(&witness)?;
+    if !backend.evaluates_constraints() {
+        witness.evaluate()?;
+    }
+    let sums = backend.query_sums_on(device, key, witness, report)?;
+    assemble(key.vk(), &sums, randomness)
 }
 
 /// Proves several circuits against one key, in order.

@@ -3,7 +3,9 @@
 mod density;
 pub mod pool;
 mod witness;
+mod witness_only;
 
 pub use density::Density;
 pub use pool::{HostPinner, ScalarPool};
 pub use witness::{synthesize, Recycle, Witness, WitnessBuilder};
+pub use witness_only::WitnessOnly;

@@ -10,15 +10,22 @@ use std::sync::Arc;
 
 use super::pool::{self, ScalarPool};
 use super::Density;
+use crate::r1cs::ConstraintMatrices;
 use crate::{Error, Result};
 
 /// A synthesized circuit: per-constraint evaluations of the A, B and C linear combinations, the
 /// variable assignment, and which variables the A and B queries touch.
+///
+/// The evaluations are either here (`a`, `b`, `c`) or still to be computed from the circuit's
+/// recorded matrices (`matrices` set, `a`, `b`, `c` empty): a GPU backend then computes them
+/// on the device, so only the assignment crosses PCIe; [`Witness::evaluate`] does it on the CPU.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Witness {
     pub a: Vec<Scalar>,
     pub b: Vec<Scalar>,
     pub c: Vec<Scalar>,
+    /// Set while a, b, c are not computed: they are these matrices times (inputs ‖ aux).
+    pub matrices: Option<Arc<ConstraintMatrices>>,
     /// Public inputs, `inputs[0]` being the constant ONE.
     pub inputs: Vec<Scalar>,
     pub aux: Vec<Scalar>,
@@ -56,9 +63,55 @@ impl Drop for Witness {
 }
 
 impl Witness {
+    /// A witness whose evaluations are left to the prover: the assignment, and the matrices
+    /// (which also give the densities).
+    pub fn deferred(
+        inputs: Vec<Scalar>,
+        aux: Vec<Scalar>,
+        matrices: Arc<ConstraintMatrices>,
+        recycle: Recycle,
+    ) -> Result<Self> {
+        matrices.check_assignment(&inputs, &aux)?;
+        Ok(Witness {
+            a: Vec::new(),
+            b: Vec::new(),
+            c: Vec::new(),
+            a_aux_density: matrices.a_aux_density.clone(),
+            b_input_density: matrices.b_input_density.clone(),
+            b_aux_density: matrices.b_aux_density.clone(),
+            matrices: Some(matrices),
+            inputs,
+            aux,
+            recycle,
+        })
+    }
+
     /// Number of constraints, the per-input `x * 0 = 0` constraints included.
     pub fn num_constraints(&self) -> usize {
-        self.a.len()
+        match &self.matrices {
+            Some(m) => m.num_constraints(),
+            None => self.a.len(),
+        }
+    }
+
+    /// Computes deferred evaluations on the CPU (into the witness's pool, if any); a no-op when
+    /// they are already here.
+    pub fn evaluate(&mut self) -> Result<()> {
+        let Some(m) = self.matrices.take() else {
+            return Ok(());
+        };
+        let pool = self.recycle.0.clone();
+        for v in [&mut self.a, &mut self.b, &mut self.c] {
+            if let Some(p) = &pool {
+                *v = p.take();
+            }
+        }
+        m.evaluate(
+            &self.inputs,
+            &self.aux,
+            [&mut self.a, &mut self.b, &mut self.c],
+            pool.as_deref(),
+        )
     }
 
     /// Bytes held by this witness; what the engine reserves from its memory budget.
@@ -100,11 +153,13 @@ impl Witness {
         w.a_aux_density = self.a_aux_density.clone();
         w.b_input_density = self.b_input_density.clone();
         w.b_aux_density = self.b_aux_density.clone();
+        w.matrices.clone_from(&self.matrices);
         w.recycle = Recycle(pool);
         w
     }
 
-    /// Bytes a witness of this shape occupies, for reserving memory before synthesis.
+    /// Bytes a witness of this shape occupies, for reserving memory before synthesis:
+    /// `constraints` evaluations of each of a, b, c (0 when deferred) and the assignment.
     pub fn estimated_bytes(constraints: usize, inputs: usize, aux: usize) -> usize {
         (3 * constraints + inputs + aux) * std::mem::size_of::<Scalar>() + (2 * aux + inputs) / 8
     }
@@ -144,6 +199,7 @@ impl WitnessBuilder {
             a_aux_density: Density::with_capacity(aux),
             b_input_density: Density::with_capacity(inputs),
             b_aux_density: Density::with_capacity(aux),
+            matrices: None,
             recycle: Recycle(None),
         };
         Self { w, fault: None }

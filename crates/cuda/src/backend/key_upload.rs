@@ -1,0 +1,145 @@
+//! A key's aux-side bases uploaded straight from its `.params` file: read in chunks into
+//! page-locked staging, copied, and decoded (canonical big-endian → Montgomery, flags and
+//! curve checked) by a kernel into the resident buffers — so a key resident in VRAM never
+//! also sits decoded in host memory. The next chunk is read from disk while the device copies
+//! and decodes the last one.
+
+use cudarc::driver::{result, CudaSlice, DevicePtrMut, PushKernelArg};
+use zkforge_groth16::srs::Query;
+use zkforge_groth16::ParamsFile;
+
+use super::gpu::DeviceQueries;
+use crate::device::{grid, CudaDevice, DeviceBasesG1, DeviceBasesG2};
+use crate::pinned::PinnedBuffer;
+use crate::CudaError;
+
+/// Bytes per staged chunk (two are in flight): 192 MiB, 2M G1 or 1M G2 points.
+const CHUNK_BYTES: usize = 192 << 20;
+
+/// Why the decode kernel refused a point (kernels/ec/encode.cuh `decode_error`).
+fn reason(code: u64) -> &'static str {
+    match code {
+        1 => "bad flag bits (compressed or sign set, or junk after the infinity flag)",
+        2 => "a coordinate is not below the field modulus",
+        3 => "point at infinity",
+        4 => "not on the curve",
+        _ => "unknown decode error",
+    }
+}
+
+/// Two staging slots: one being filled from disk while the other is on the device.
+struct Staging {
+    host: [PinnedBuffer; 2],
+    dev: [CudaSlice<u32>; 2],
+    done: [Option<cudarc::driver::CudaEvent>; 2],
+}
+
+impl CudaDevice {
+    fn staging(&self) -> Result<Staging, CudaError> {
+        self.ctx.bind_to_thread()?;
+        // SAFETY: device staging is written by a copy before the kernel reads it.
+        let dev = || unsafe { self.stream.alloc::<u32>(CHUNK_BYTES / 4) };
+        Ok(Staging {
+            host: [
+                PinnedBuffer::new(CHUNK_BYTES)?,
+                PinnedBuffer::new(CHUNK_BYTES)?,
+            ],
+            dev: [dev()?, dev()?],
+            done: [None, None],
+        })
+    }
+
+    /// Decodes points `first .. first + len` of query `q` of `file` into `out` (blst affine
+    /// layout: 12 u64 limbs per G1 point, 24 per G2 point).
+    fn upload_query(
+        &self,
+        file: &ParamsFile,
+        q: Query,
+        (first, len): (usize, usize),
+        out: &mut CudaSlice<u64>,
+        st: &mut Staging,
+    ) -> Result<(), CudaError> {
+        let size = q.point_bytes();
+        let limbs = size / 8;
+        let per_chunk = CHUNK_BYTES / size;
+        let kernel = if q == Query::BG2 {
+            &self.k.decode_g2
+        } else {
+            &self.k.decode_g1
+        };
+        let mut bad = self.stream.clone_htod(&[u64::MAX])?;
+        let mut at = 0;
+        let mut k = 0;
+        while at < len {
+            let n = per_chunk.min(len - at);
+            let slot = k % 2;
+            if let Some(e) = st.done[slot].take() {
+                e.synchronize()?;
+            }
+            // SAFETY: the slot's previous copy completed (event above).
+            let host = unsafe { st.host[slot].slice_mut::<u8>(n * size) };
+            file.read_encoded(q, first + at, host)
+                .map_err(|e| CudaError::Invalid(e.to_string()))?;
+            {
+                let (dst, _record) = st.dev[slot].device_ptr_mut(&self.stream);
+                // SAFETY: host holds n·size initialised bytes; dst has room for CHUNK_BYTES.
+                unsafe { result::memcpy_htod_async(dst, &*host, self.stream.cu_stream()) }?;
+            }
+            let count = n as u64;
+            let mut dst = out.slice_mut(at * limbs..(at + n) * limbs);
+            let mut b = self.stream.launch_builder(kernel);
+            b.arg(&mut dst).arg(&st.dev[slot]).arg(&count).arg(&mut bad);
+            unsafe { b.launch(grid(count, 128)) }?;
+            st.done[slot] = Some(self.mark()?);
+            at += n;
+            k += 1;
+        }
+        let bad = self.read_back(&bad, 1)?[0];
+        if bad != u64::MAX {
+            return Err(CudaError::Invalid(format!(
+                "{}: {}[{}]: {}",
+                file.path().display(),
+                q.name(),
+                first + (bad >> 8) as usize,
+                reason(bad & 0xff)
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The aux-side bases of the key in `file` (h, l, a past the `n_in` inputs, b past the `b_in`
+/// B-dense inputs), decoded on `d`.
+pub(crate) fn upload_from_file(
+    d: &CudaDevice,
+    file: &ParamsFile,
+    n_in: usize,
+    b_in: usize,
+) -> Result<DeviceQueries, CudaError> {
+    let mut st = d.staging()?;
+    let mut g1 = |q: Query, first: usize| -> Result<DeviceBasesG1, CudaError> {
+        let len = file.section(q).len.saturating_sub(first);
+        // SAFETY: every point is written by the decode kernel.
+        let mut buf = unsafe { d.stream.alloc::<u64>(len.max(1) * 12) }?;
+        d.upload_query(file, q, (first, len), &mut buf, &mut st)?;
+        Ok(DeviceBasesG1 { buf, len })
+    };
+    let (h, l, a_aux, b_g1_aux) = (
+        g1(Query::H, 0)?,
+        g1(Query::L, 0)?,
+        g1(Query::A, n_in)?,
+        g1(Query::BG1, b_in)?,
+    );
+    let len = file.section(Query::BG2).len.saturating_sub(b_in);
+    // SAFETY: as above.
+    let mut buf = unsafe { d.stream.alloc::<u64>(len.max(1) * 24) }?;
+    d.upload_query(file, Query::BG2, (b_in, len), &mut buf, &mut st)?;
+    d.synchronize()?;
+    Ok(DeviceQueries {
+        h,
+        l,
+        a_aux,
+        b_g1_aux,
+        b_g2_aux: DeviceBasesG2 { buf, len },
+    })
+}

@@ -1,0 +1,108 @@
+//! Host side of the constraint products: the recorded matrices uploaded once per circuit,
+//! then a = A·z, b = B·z, c = C·z computed on the device for each partition.
+
+use cudarc::driver::{CudaSlice, PushKernelArg};
+use zkforge_groth16::r1cs::{ConstraintMatrices, SparseMatrix};
+
+use crate::device::{grid, CudaDevice, DeviceScalars};
+use crate::host::scalars_as_u64;
+use crate::CudaError;
+
+/// One CSR matrix on the device.
+struct DeviceCsr {
+    row_starts: CudaSlice<u32>,
+    /// (column, coefficient index) pairs, as `uint2` in the kernel.
+    entries: CudaSlice<u32>,
+}
+
+/// A circuit's A, B and C resident in device memory.
+pub struct DeviceMatrices {
+    a: DeviceCsr,
+    b: DeviceCsr,
+    c: DeviceCsr,
+    coefficients: CudaSlice<u64>,
+    rows: usize,
+    num_inputs: usize,
+    num_aux: usize,
+}
+
+/// Device bytes [`CudaDevice::upload_matrices`] takes for `m`.
+pub fn matrices_bytes(m: &ConstraintMatrices) -> u64 {
+    let csr = |x: &SparseMatrix| 4 * x.row_starts.len() + 8 * x.entries.len();
+    (csr(&m.a) + csr(&m.b) + csr(&m.c) + 32 * m.coefficients.len()) as u64
+}
+
+impl DeviceMatrices {
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+}
+
+impl CudaDevice {
+    /// Copies the matrices to the device (once per circuit; keep the result).
+    pub fn upload_matrices(&self, m: &ConstraintMatrices) -> Result<DeviceMatrices, CudaError> {
+        let csr = |x: &SparseMatrix| -> Result<DeviceCsr, CudaError> {
+            // SAFETY: Entry is repr(C) { u32, u32 }: its bytes are two u32 per entry.
+            let words = unsafe {
+                std::slice::from_raw_parts(x.entries.as_ptr() as *const u32, 2 * x.entries.len())
+            };
+            Ok(DeviceCsr {
+                row_starts: self.stream.clone_htod(&x.row_starts[..])?,
+                entries: self.stream.clone_htod(if words.is_empty() {
+                    &[0u32, 0][..]
+                } else {
+                    words
+                })?,
+            })
+        };
+        let dm = DeviceMatrices {
+            a: csr(&m.a)?,
+            b: csr(&m.b)?,
+            c: csr(&m.c)?,
+            coefficients: self.stream.clone_htod(scalars_as_u64(&m.coefficients))?,
+            rows: m.num_constraints(),
+            num_inputs: m.num_inputs,
+            num_aux: m.num_aux,
+        };
+        self.stream.synchronize()?;
+        Ok(dm)
+    }
+
+    /// A·z, B·z and C·z for z = inputs ‖ aux, each zero-padded to `padded` rows (the domain).
+    pub fn constraint_products(
+        &self,
+        m: &DeviceMatrices,
+        inputs: &DeviceScalars,
+        aux: &DeviceScalars,
+        padded: usize,
+    ) -> Result<[DeviceScalars; 3], CudaError> {
+        if inputs.len != m.num_inputs || aux.len != m.num_aux || padded < m.rows {
+            return Err(CudaError::Invalid(format!(
+                "constraint products: {} inputs and {} aux for matrices of {} and {}, {padded} \
+                 rows for {}",
+                inputs.len, aux.len, m.num_inputs, m.num_aux, m.rows
+            )));
+        }
+        let (rows, padded_rows, n_in) = (m.rows as u64, padded as u64, m.num_inputs as u32);
+        let product = |x: &DeviceCsr| -> Result<DeviceScalars, CudaError> {
+            // SAFETY: the kernel writes every one of the `padded` rows.
+            let mut out = unsafe { self.stream.alloc::<u64>(padded.max(1) * 4) }?;
+            let mut b = self.stream.launch_builder(&self.k.spmv_csr);
+            b.arg(&mut out)
+                .arg(&padded_rows)
+                .arg(&x.row_starts)
+                .arg(&x.entries)
+                .arg(&rows)
+                .arg(&m.coefficients)
+                .arg(&inputs.buf)
+                .arg(&n_in)
+                .arg(&aux.buf);
+            unsafe { b.launch(grid(padded_rows, 256)) }?;
+            Ok(DeviceScalars {
+                buf: out,
+                len: padded,
+            })
+        };
+        Ok([product(&m.a)?, product(&m.b)?, product(&m.c)?])
+    }
+}
