@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
 use blstrs::Scalar;
-use zkforge_groth16::{ProvingKey, ReadOptions, VerifyingKey, Witness};
+use zkforge_groth16::{ConstraintMatrices, ProvingKey, ReadOptions, VerifyingKey, Witness};
 
 /// The proof kinds of the cuzk.v1 API.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -54,6 +54,11 @@ impl ParamsId {
         dir.join(format!("{}.meta", self.stem))
     }
 
+    /// zkforge's cache of the circuit's recorded constraint matrices, beside the parameters.
+    pub fn matrices_path(&self, dir: &Path) -> PathBuf {
+        dir.join(format!("{}.r1cs", self.stem))
+    }
+
     /// Loads the proving key, saying how to get it when the file is missing.
     pub fn load(&self, dir: &Path, opts: ReadOptions) -> Result<ProvingKey> {
         let path = self.params_path(dir);
@@ -91,8 +96,53 @@ pub trait PartitionedCircuit: Send + Sync {
     /// The parameter set every partition is proved against.
     fn params_id(&self) -> &ParamsId;
     fn partitions(&self) -> usize;
-    /// Synthesizes partition `k` (the expensive CPU step).
+    /// Synthesizes partition `k` in full, a, b, c evaluated at every constraint (the reference
+    /// path: tests, benchmarks, and circuits without recorded matrices).
     fn synthesize(&self, k: usize) -> Result<Witness>;
+    /// Records the constraint matrices every partition shares, or `None` when this circuit is
+    /// only synthesized in full.
+    fn record_matrices(&self) -> Result<Option<ConstraintMatrices>> {
+        Ok(None)
+    }
+    /// Partition `k`'s assignment paired with the recorded `matrices` (the product path: the
+    /// prover computes a, b, c from them). Circuits without matrices synthesize in full.
+    fn assign(&self, k: usize, matrices: std::sync::Arc<ConstraintMatrices>) -> Result<Witness> {
+        let _ = matrices;
+        self.synthesize(k)
+    }
     /// The public inputs of partition `k`, without the leading ONE, for self-verification.
     fn public_inputs(&self, k: usize) -> Result<Vec<Scalar>>;
+}
+
+/// A circuit's recorded matrices: read from `cache` when it holds a readable recording, else
+/// recorded and written there (a write failure only costs the next run a recording). `None`
+/// when the circuit has no recording.
+pub fn cached_matrices(
+    circuit: &dyn PartitionedCircuit,
+    cache: Option<&Path>,
+) -> Result<Option<ConstraintMatrices>> {
+    if let Some(path) = cache.filter(|p| p.exists()) {
+        match ConstraintMatrices::read_file(path) {
+            Ok(m) => return Ok(Some(m)),
+            Err(e) => tracing::warn!(path = %path.display(), "recording again: {e}"),
+        }
+    }
+    let t = std::time::Instant::now();
+    let Some(m) = circuit.record_matrices()? else {
+        return Ok(None);
+    };
+    tracing::info!(
+        circuit = %circuit.params_id().circuit_id(),
+        constraints = m.num_constraints(),
+        nonzeros = m.nonzeros(),
+        bytes = m.heap_bytes(),
+        ms = t.elapsed().as_millis() as u64,
+        "constraints recorded"
+    );
+    if let Some(path) = cache {
+        if let Err(e) = m.write_file(path) {
+            tracing::warn!(path = %path.display(), "not caching the recorded constraints: {e}");
+        }
+    }
+    Ok(Some(m))
 }

@@ -5,6 +5,6 @@ mod job;
 mod replay;
 mod synthetic;
 
-pub use job::{format_sector_size, ParamsId, PartitionedCircuit, ProofKind};
+pub use job::{cached_matrices, format_sector_size, ParamsId, PartitionedCircuit, ProofKind};
 pub use replay::{porep_shaped_witness, ReplayJob};
 pub use synthetic::{SyntheticCircuit, SyntheticJob};

@@ -156,6 +156,18 @@ impl SyntheticJob {
     }
 }
 
+impl SyntheticJob {
+    /// The configured slowness and failure of partition `k`'s synthesis.
+    fn delay_or_fail(&self, k: usize) -> anyhow::Result<()> {
+        std::thread::sleep(self.synthesis_delay);
+        anyhow::ensure!(
+            self.fail_partition != Some(k),
+            "synthetic failure in partition {k}"
+        );
+        Ok(())
+    }
+}
+
 impl crate::PartitionedCircuit for SyntheticJob {
     fn kind(&self) -> crate::ProofKind {
         self.params_id.kind
@@ -170,12 +182,26 @@ impl crate::PartitionedCircuit for SyntheticJob {
     }
 
     fn synthesize(&self, k: usize) -> anyhow::Result<zkforge_groth16::Witness> {
-        std::thread::sleep(self.synthesis_delay);
-        anyhow::ensure!(
-            self.fail_partition != Some(k),
-            "synthetic failure in partition {k}"
-        );
+        self.delay_or_fail(k)?;
         Ok(zkforge_groth16::synthesize(self.circuit.clone())?)
+    }
+
+    fn record_matrices(&self) -> anyhow::Result<Option<zkforge_groth16::ConstraintMatrices>> {
+        Ok(Some(zkforge_groth16::MatrixRecorder::record(
+            self.circuit.clone(),
+        )?))
+    }
+
+    fn assign(
+        &self,
+        k: usize,
+        matrices: std::sync::Arc<zkforge_groth16::ConstraintMatrices>,
+    ) -> anyhow::Result<zkforge_groth16::Witness> {
+        self.delay_or_fail(k)?;
+        Ok(zkforge_groth16::WitnessOnly::synthesize(
+            self.circuit.clone(),
+            matrices,
+        )?)
     }
 
     fn public_inputs(&self, _k: usize) -> anyhow::Result<Vec<Scalar>> {

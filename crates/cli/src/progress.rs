@@ -7,15 +7,12 @@ use zkforge_groth16::generator::GenProgress;
 pub struct KeyGenBar(ProgressBar);
 
 impl KeyGenBar {
+    /// A spinner with `label` until the generator knows its total, then a bar.
     pub fn new(label: &str) -> Self {
-        let bar = ProgressBar::hidden();
-        bar.set_style(
-            ProgressStyle::with_template(
-                "{msg} [{elapsed_precise}] {wide_bar} {percent:>3}% (eta {eta})",
-            )
-            .expect("valid template"),
-        );
+        let bar = ProgressBar::new_spinner();
+        bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
         bar.set_message(label.to_string());
+        bar.enable_steady_tick(std::time::Duration::from_millis(200));
         Self(bar)
     }
 
@@ -26,9 +23,14 @@ impl KeyGenBar {
 
 impl GenProgress for KeyGenBar {
     fn start(&self, total: u64) {
+        self.0.set_style(
+            ProgressStyle::with_template(
+                "points [{elapsed_precise}] {wide_bar} {percent:>3}% (eta {eta})",
+            )
+            .expect("valid template"),
+        );
         self.0.set_length(total);
-        self.0
-            .set_draw_target(indicatif::ProgressDrawTarget::stderr());
+        self.0.set_position(0);
     }
 
     fn advance(&self, done: u64) {

@@ -1,7 +1,10 @@
 //! Full proofs on the GPU against the CPU backend: for the same r and s the proof bytes must be
 //! equal, on fresh synthetic circuits and on 2 KiB PoRep, WinningPoSt, WindowPoSt and SnapDeals
 //! fixtures (made on the spot); the GPU proofs must verify (filecoin-proofs for the Filecoin
-//! ones). `backend_check WORKDIR` — prints a table, exits non-zero on any mismatch.
+//! ones). Each witness is proved three ways on the GPU: a, b, c uploaded; a, b, c computed on
+//! the device from the recorded matrices (the product path); and that again with the key
+//! uploaded straight from its file. `backend_check WORKDIR` — prints a table, exits non-zero on
+//! any mismatch.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -12,38 +15,63 @@ use zkforge_circuits::{PartitionedCircuit, ProofKind, SyntheticCircuit};
 use zkforge_cuda::{CudaBackend, CudaOptions, Residency};
 use zkforge_filecoin::fixtures::{self, read_base64_list, unhex32, Manifest};
 use zkforge_filecoin::{params, post, registry, snap};
-use zkforge_groth16::generator::generate_random_keys;
+use zkforge_groth16::generator::{generate_random_keys, CpuFixedBase};
 use zkforge_groth16::synthesis::pool::with_pool;
 use zkforge_groth16::{
-    prover, verify::verify, CpuBackend, ProofRandomness, ProveReport, ProverBackend, ProvingKey,
-    Witness,
+    prover, verify::verify, CpuBackend, KeyRef, MatrixRecorder, ParamsFile, ProofRandomness,
+    ProveReport, ProverBackend, ProvingKey, Witness, WitnessOnly,
 };
+
+/// One circuit's witness in both forms, and its key in memory and (optionally) on disk.
+struct Case<'a> {
+    pk: &'a ProvingKey,
+    file: Option<&'a ParamsFile>,
+    full: Witness,
+    deferred: Witness,
+}
 
 fn compare(
     name: &str,
     gpu: &CudaBackend,
-    pk: &ProvingKey,
-    w: Witness,
+    case: Case<'_>,
     inputs: &[blstrs::Scalar],
     rng: &mut rand_chacha::ChaCha20Rng,
 ) -> Result<Vec<u8>> {
+    let Case {
+        pk,
+        file,
+        full,
+        deferred,
+    } = case;
     let rnd = ProofRandomness::random(rng);
     let t = Instant::now();
-    let cpu_proof = prover::prove(&CpuBackend::new(), pk, w.clone(), rnd)?;
+    let cpu_proof = prover::prove(&CpuBackend::new(), pk, full.clone(), rnd)?;
     let cpu_s = t.elapsed().as_secs_f64();
     // Twice on the GPU: the first run uploads the bases.
-    let gpu_proof = prover::prove(gpu, pk, w.clone(), rnd)?;
+    let gpu_proof = prover::prove(gpu, pk, full.clone(), rnd)?;
     let t = Instant::now();
-    let again = prover::prove(gpu, pk, w, rnd)?;
+    let again = prover::prove(gpu, pk, full, rnd)?;
     let gpu_s = t.elapsed().as_secs_f64();
-    let same = cpu_proof == gpu_proof && gpu_proof == again;
+    let on_device = prover::prove(gpu, pk, deferred.clone(), rnd)?;
+    let t = Instant::now();
+    let on_device_again = prover::prove(gpu, pk, deferred.clone(), rnd)?;
+    let spmv_s = t.elapsed().as_secs_f64();
+    let from_file = match file {
+        Some(f) => prover::prove(gpu, KeyRef::File(f), deferred, rnd)? == cpu_proof,
+        None => true,
+    };
+    let same = cpu_proof == gpu_proof
+        && gpu_proof == again
+        && on_device == cpu_proof
+        && on_device_again == cpu_proof;
     let ok = verify(&pk.vk, &gpu_proof, inputs)?;
     println!(
-        "{name:<28} cpu {cpu_s:>8.3} s   gpu {gpu_s:>8.3} s   bytes equal: {same}   verifies: {ok}"
+        "{name:<28} cpu {cpu_s:>8.3} s   gpu {gpu_s:>8.3} s   gpu+spmv {spmv_s:>8.3} s   \
+         bytes equal: {same}   key from file: {from_file}   verifies: {ok}"
     );
     ensure!(
-        same && ok,
-        "{name}: GPU proof differs from the CPU proof or does not verify"
+        same && from_file && ok,
+        "{name}: a GPU proof differs from the CPU proof or does not verify"
     );
     Ok(gpu_proof.to_bytes().to_vec())
 }
@@ -58,8 +86,7 @@ fn filecoin(
     let id = registry::params_id(kind, 2048)?;
     if !id.params_path(dir).exists() {
         let t = Instant::now();
-        let pk = registry::random_keys(kind, 2048, rng, &())?;
-        params::write(&id, &pk, dir, true)?;
+        params::generate(kind, 2048, dir, &CpuFixedBase, None, &())?;
         println!(
             "{:<28} params generated in {:.1} s",
             id.circuit_id(),
@@ -67,18 +94,21 @@ fn filecoin(
         );
     }
     let pk = id.load(dir, Default::default())?;
+    let file = ParamsFile::open(&id.params_path(dir))?;
+    let matrices =
+        zkforge_circuits::cached_matrices(circuits.as_ref(), Some(&id.matrices_path(dir)))?
+            .context("Filecoin circuits have recordings")?;
+    let matrices = std::sync::Arc::new(matrices);
     let mut out = Vec::new();
     for k in 0..circuits.partitions() {
-        let w = circuits.synthesize(k)?;
+        let case = Case {
+            pk: &pk,
+            file: Some(&file),
+            full: circuits.synthesize(k)?,
+            deferred: circuits.assign(k, matrices.clone())?,
+        };
         let name = format!("{} partition {k}", id.circuit_id());
-        out.extend(compare(
-            &name,
-            gpu,
-            &pk,
-            w,
-            &circuits.public_inputs(k)?,
-            rng,
-        )?);
+        out.extend(compare(&name, gpu, case, &circuits.public_inputs(k)?, rng)?);
     }
     Ok(out)
 }
@@ -98,15 +128,15 @@ fn main() -> Result<()> {
     for (log, bits) in [(10u32, 0.9), (14, 0.5), (16, 0.9), (18, 0.9), (20, 0.9)] {
         let c = SyntheticCircuit::new(1 << log, 6, bits, rand::random());
         let pk = generate_random_keys(c.clone(), &mut rng, &())?;
-        let w = zkforge_groth16::synthesize(c.clone())?;
-        compare(
-            &format!("synthetic 2^{log} bits {bits}"),
-            &gpu,
-            &pk,
-            w,
-            &c.public_values(),
-            &mut rng,
-        )?;
+        let matrices = std::sync::Arc::new(MatrixRecorder::record(c.clone())?);
+        let case = Case {
+            pk: &pk,
+            file: None,
+            full: zkforge_groth16::synthesize(c.clone())?,
+            deferred: WitnessOnly::synthesize(c.clone(), matrices)?,
+        };
+        let name = format!("synthetic 2^{log} bits {bits}");
+        compare(&name, &gpu, case, &c.public_values(), &mut rng)?;
     }
 
     let fx = work.join("fixtures");

@@ -11,12 +11,31 @@ struct State {
     peak_reservations: usize,
 }
 
-/// Bytes of host memory shared by parameters and synthesized partitions.
-#[derive(Debug)]
+/// Memory the budget counts without a reservation and can ask back: a buffer pool's idle
+/// buffers, which are real memory between the partitions that use them.
+pub trait Reclaimable: Send + Sync {
+    /// Bytes held now.
+    fn held(&self) -> u64;
+    /// Frees held memory until at most `target` bytes remain.
+    fn shrink_to(&self, target: u64);
+}
+
+/// Bytes of host memory shared by parameters, synthesized partitions and idle pooled buffers:
+/// reservations plus what the reclaimable holds never exceed the total.
 pub struct MemoryBudget {
     total: u64,
     state: Mutex<State>,
     freed: Condvar,
+    reclaimable: Option<Arc<dyn Reclaimable>>,
+}
+
+impl std::fmt::Debug for MemoryBudget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryBudget")
+            .field("total", &self.total)
+            .field("state", &*self.lock())
+            .finish()
+    }
 }
 
 /// Bytes held from a [`MemoryBudget`]; given back when dropped.
@@ -28,10 +47,17 @@ pub struct Reservation {
 
 impl MemoryBudget {
     pub fn new(total: u64) -> Arc<Self> {
+        Self::with_reclaimable(total, None)
+    }
+
+    /// A budget that also counts `reclaimable`'s memory, shrinking it when a reservation
+    /// needs the room.
+    pub fn with_reclaimable(total: u64, reclaimable: Option<Arc<dyn Reclaimable>>) -> Arc<Self> {
         Arc::new(Self {
             total,
             state: Mutex::default(),
             freed: Condvar::new(),
+            reclaimable,
         })
     }
 
@@ -39,8 +65,13 @@ impl MemoryBudget {
         self.total
     }
 
+    /// Reserved bytes plus what the reclaimable holds.
     pub fn used(&self) -> u64 {
-        self.lock().used
+        self.lock().used + self.held()
+    }
+
+    fn held(&self) -> u64 {
+        self.reclaimable.as_ref().map_or(0, |r| r.held())
     }
 
     /// Highest `used` seen, and the most reservations held at once.
@@ -86,9 +117,18 @@ impl MemoryBudget {
         if s.used + bytes > self.total {
             return None;
         }
+        if let Some(r) = &self.reclaimable {
+            let room = self.total - s.used - bytes;
+            if r.held() > room {
+                r.shrink_to(room);
+            }
+            if r.held() > room {
+                return None;
+            }
+        }
         s.used += bytes;
         s.reservations += 1;
-        s.peak = s.peak.max(s.used);
+        s.peak = s.peak.max(s.used + self.held());
         s.peak_reservations = s.peak_reservations.max(s.reservations);
         Some(Reservation {
             budget: self.clone(),
@@ -142,5 +182,36 @@ mod tests {
         assert_eq!(t.join().unwrap(), 50);
         assert_eq!(b.used(), 0);
         assert_eq!(b.peaks(), (60, 1));
+    }
+
+    /// Idle buffers a pool holds.
+    struct Idle(Mutex<u64>);
+
+    impl Reclaimable for Idle {
+        fn held(&self) -> u64 {
+            *self.0.lock().unwrap()
+        }
+        fn shrink_to(&self, target: u64) {
+            let mut h = self.0.lock().unwrap();
+            *h = (*h).min(target);
+        }
+    }
+
+    #[test]
+    fn reclaimable_memory_counts_and_is_shrunk_for_a_reservation() {
+        let idle = Arc::new(Idle(Mutex::new(70)));
+        let b = MemoryBudget::with_reclaimable(100, Some(idle.clone()));
+        assert_eq!(b.used(), 70, "idle buffers are memory in use");
+        let r = b
+            .try_reserve(50)
+            .expect("the pool gives back what is needed");
+        assert_eq!(idle.held(), 50, "shrunk just enough");
+        assert_eq!(b.used(), 100);
+        assert!(
+            b.try_reserve(60).is_none(),
+            "reservations alone would not fit"
+        );
+        drop(r);
+        assert_eq!(b.used(), 50);
     }
 }

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 /// How much host memory the engine may hold.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum BudgetSetting {
-    /// MemTotal minus `memory_margin`.
+    /// MemAvailable at start minus `memory_margin`.
     Auto,
     Bytes(u64),
 }
@@ -21,17 +21,30 @@ impl BudgetSetting {
         Ok(Self::Bytes(parse_bytes(t)?))
     }
 
-    /// The budget in bytes on this machine.
+    /// The budget in bytes on this machine: a configured size must fit in the machine's
+    /// memory; `auto` is what is available now minus the margin.
     pub fn resolve(&self, margin: u64) -> Result<u64> {
         match self {
-            Self::Bytes(b) => Ok(*b),
-            Self::Auto => {
-                let total = mem_total().context("memory_budget = \"auto\" needs /proc/meminfo")?;
+            Self::Bytes(b) => {
+                let total = meminfo("MemTotal")?;
                 ensure!(
-                    total > margin,
-                    "memory_margin ({margin} bytes) is not below MemTotal ({total} bytes)"
+                    *b <= total,
+                    "memory_budget ({}) is more than this machine's memory (MemTotal {}): the \
+                     budget could not hold",
+                    gib(*b),
+                    gib(total)
                 );
-                Ok(total - margin)
+                Ok(*b)
+            }
+            Self::Auto => {
+                let available = meminfo("MemAvailable")?;
+                ensure!(
+                    available > margin,
+                    "memory_margin ({}) is not below MemAvailable ({})",
+                    gib(margin),
+                    gib(available)
+                );
+                Ok(available - margin)
             }
         }
     }
@@ -57,18 +70,38 @@ pub fn parse_bytes(s: &str) -> Result<u64> {
         .with_context(|| format!("{s:?} overflows"))
 }
 
-fn mem_total() -> Result<u64> {
-    let info = std::fs::read_to_string("/proc/meminfo")?;
-    let line = info
+fn gib(bytes: u64) -> String {
+    format!("{:.2} GiB", bytes as f64 / (1u64 << 30) as f64)
+}
+
+/// A `/proc/meminfo` field in bytes.
+fn meminfo(field: &str) -> Result<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo")
+        .context("the memory budget needs /proc/meminfo")?;
+    kib_field(&info, field)
+}
+
+/// `Field:   1234 kB` of a /proc file, in bytes.
+pub(crate) fn kib_field(text: &str, field: &str) -> Result<u64> {
+    let line = text
         .lines()
-        .find(|l| l.starts_with("MemTotal:"))
-        .context("no MemTotal")?;
+        .find(|l| l.split(':').next() == Some(field))
+        .with_context(|| format!("no {field}"))?;
     let kib: u64 = line
         .split_whitespace()
         .nth(1)
-        .context("bad MemTotal")?
+        .with_context(|| format!("bad {field}"))?
         .parse()?;
     Ok(kib * 1024)
+}
+
+/// This process's resident memory now and at its peak (VmRSS, VmHWM), in bytes.
+pub fn process_memory() -> (u64, u64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    (
+        kib_field(&status, "VmRSS").unwrap_or(0),
+        kib_field(&status, "VmHWM").unwrap_or(0),
+    )
 }
 
 /// The engine's knobs. Every field has a default; unknown keys in a config file are errors.
@@ -89,8 +122,10 @@ pub struct EngineConfig {
     pub prover_threads: usize,
     /// Synthesized partitions that may wait for a prover worker.
     pub prove_queue_depth: usize,
-    /// Host memory for parameters and partitions in flight: "auto" (MemTotal − margin) or a
-    /// size such as "64GiB".
+    /// Host memory for everything proving holds: keys decoded in host memory, recorded
+    /// constraint matrices, partitions in flight and idle pooled (pinned) witness buffers.
+    /// "auto" (MemAvailable at start − margin) or a size such as "64GiB", which must not exceed
+    /// the machine's memory.
     pub memory_budget: String,
     /// Memory left to the rest of the machine when the budget is "auto".
     pub memory_margin: String,
@@ -178,10 +213,22 @@ mod tests {
         };
         assert!(format!("{:#}", c.validate().unwrap_err()).contains("memory_budget"));
         let c = EngineConfig {
-            memory_budget: "3GiB".into(),
+            memory_budget: "1GiB".into(),
             ..Default::default()
         };
-        assert_eq!(c.validate().unwrap(), 3 << 30);
+        assert_eq!(c.validate().unwrap(), 1 << 30);
+        let c = EngineConfig {
+            memory_budget: "1000TiB".into(),
+            ..Default::default()
+        };
+        let err = format!("{:#}", c.validate().unwrap_err());
+        assert!(err.contains("more than this machine's memory"), "{err}");
+        // auto = MemAvailable − 2 GiB (MemAvailable moves with other processes: read around it).
+        let before = meminfo("MemAvailable").unwrap();
+        let auto = EngineConfig::default().validate().unwrap() + (2 << 30);
+        let after = meminfo("MemAvailable").unwrap();
+        let slack = 1 << 30;
+        assert!(auto + slack >= before.min(after) && auto <= before.max(after) + slack);
         assert!(EngineConfig::default()
             .describe()
             .iter()

@@ -1,7 +1,6 @@
 //! The engine's public face: submit, await, cancel, status, preload and evict.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -9,41 +8,17 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use zkforge_circuits::{ParamsId, PartitionedCircuit, ProofKind};
-use zkforge_groth16::{ProverBackend, ProvingKey, ReadOptions};
+use zkforge_groth16::ProverBackend;
 
-use crate::budget::MemoryBudget;
+use crate::budget::{MemoryBudget, Reclaimable};
 use crate::config::EngineConfig;
 use crate::job::{Job, JobId, JobOutcome, JobResult, Priority};
+use crate::params_source::ParamsSource;
 use crate::queue::{UnitKey, UnitQueue};
 use crate::srs_store::{LoadedSrs, SrsStore};
 use crate::stats::{Histogram, Stage, Stats};
 use crate::timeline::{StageEvent, Timeline, TimelineEvent};
 use crate::workers::{self, ProveUnit, SynthUnit};
-
-/// Where parameter sets come from.
-pub trait ParamsSource: Send + Sync {
-    fn load(&self, id: &ParamsId) -> Result<ProvingKey>;
-    /// Bytes the decoded set will occupy, reserved before loading.
-    fn size_hint(&self, id: &ParamsId) -> Result<u64>;
-}
-
-/// Filecoin `.params` files in one directory.
-pub struct ParamsDir(pub PathBuf);
-
-impl ParamsSource for ParamsDir {
-    fn load(&self, id: &ParamsId) -> Result<ProvingKey> {
-        id.load(&self.0, ReadOptions::default())
-    }
-
-    fn size_hint(&self, id: &ParamsId) -> Result<u64> {
-        let path = id.params_path(&self.0);
-        // Decoded points take the same bytes as their uncompressed encoding.
-        match std::fs::metadata(&path) {
-            Ok(m) => Ok(m.len()),
-            Err(_) => id.load(&self.0, ReadOptions::default()).map(|_| 0),
-        }
-    }
-}
 
 /// One proving request.
 pub struct JobRequest {
@@ -97,6 +72,12 @@ pub struct EngineStatus {
     pub cancelled: u64,
     pub memory_budget_bytes: u64,
     pub memory_used_bytes: u64,
+    /// Highest budget use so far.
+    pub memory_peak_bytes: u64,
+    /// This process's resident memory now and at its peak (VmRSS, VmHWM): what the budget
+    /// is meant to bound.
+    pub process_rss_bytes: u64,
+    pub process_peak_rss_bytes: u64,
     pub backend: String,
     pub devices: Vec<DeviceStatus>,
     /// Page-locked host memory held for witness staging, and the most kept idle.
@@ -215,7 +196,12 @@ impl Engine {
             tracing::info!("engine config: {line}");
         }
         tracing::info!(backend = backend.name(), budget_bytes, "engine starting");
-        let budget = MemoryBudget::new(budget_bytes);
+        // Idle pooled witness buffers are memory too: the budget counts them and shrinks the
+        // pool when a reservation needs the room.
+        let pool = backend
+            .scalar_pool()
+            .map(|p| Arc::new(PoolMemory(p)) as Arc<dyn Reclaimable>);
+        let budget = MemoryBudget::with_reclaimable(budget_bytes, pool);
         let nice = config.synthesis_nice;
         let synth_pool = rayon::ThreadPoolBuilder::new()
             .num_threads(config.synthesis_threads)
@@ -224,10 +210,11 @@ impl Engine {
             .build()
             .context("building the synthesis thread pool")?;
         let devices = backend.devices().len().max(1);
+        let srs = SrsStore::new(params, budget.clone(), backend.clone());
         let shared = Arc::new(Shared {
             device_locks: (0..devices).map(|_| Mutex::new(())).collect(),
             backend,
-            srs: SrsStore::new(params, budget.clone()),
+            srs,
             budget,
             timeline: Timeline::new(),
             synth_queue: UnitQueue::new(usize::MAX),
@@ -363,7 +350,7 @@ impl Engine {
     /// Loads a parameter set ahead of its jobs. Returns (already loaded, milliseconds taken).
     pub fn preload(&self, id: &ParamsId) -> Result<(bool, f64)> {
         let t = Instant::now();
-        let (_, loaded_now) = self.shared.srs.get(id)?;
+        let (_, loaded_now) = self.shared.srs.get(id, None)?;
         Ok((!loaded_now, t.elapsed().as_secs_f64() * 1e3))
     }
 
@@ -382,6 +369,7 @@ impl Engine {
         ];
         let jobs = s.all_jobs();
         let (pinned_memory_bytes, pinned_memory_limit_bytes) = s.backend.pinned_memory();
+        let (rss, peak_rss) = crate::config::process_memory();
         let queues = kinds
             .iter()
             .map(|&k| {
@@ -453,6 +441,9 @@ impl Engine {
             cancelled: s.counters[CANCELLED].load(Ordering::Relaxed),
             memory_budget_bytes: s.budget.total(),
             memory_used_bytes: s.budget.used(),
+            memory_peak_bytes: s.budget.peaks().0,
+            process_rss_bytes: rss,
+            process_peak_rss_bytes: peak_rss,
             backend: s.backend.name().to_string(),
             devices: self.devices(&jobs),
             pinned_memory_bytes,
@@ -524,6 +515,19 @@ impl Engine {
 impl Drop for Engine {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+/// A witness buffer pool as memory the budget counts.
+struct PoolMemory(Arc<zkforge_groth16::ScalarPool>);
+
+impl Reclaimable for PoolMemory {
+    fn held(&self) -> u64 {
+        self.0.idle_bytes() as u64
+    }
+
+    fn shrink_to(&self, target: u64) {
+        self.0.shrink_to(target as usize);
     }
 }
 

@@ -7,18 +7,18 @@ mod budget;
 mod config;
 mod engine;
 mod job;
+mod params_source;
 mod queue;
 mod srs_store;
 mod stats;
 mod timeline;
 mod workers;
 
-pub use budget::{MemoryBudget, Reservation};
-pub use config::{parse_bytes, BudgetSetting, EngineConfig};
-pub use engine::{
-    DeviceStatus, Engine, EngineStatus, JobRequest, KindCounts, ParamsDir, ParamsSource,
-};
+pub use budget::{MemoryBudget, Reclaimable, Reservation};
+pub use config::{parse_bytes, process_memory, BudgetSetting, EngineConfig};
+pub use engine::{DeviceStatus, Engine, EngineStatus, JobRequest, KindCounts};
 pub use job::{JobId, JobOutcome, JobResult, JobTimings, Priority};
+pub use params_source::{ParamsDir, ParamsSource};
 pub use srs_store::LoadedSrs;
 pub use stats::{Histogram, Stage};
 pub use timeline::{StageEvent, TimelineEvent};

@@ -1,21 +1,32 @@
 //! Parameter sets loaded once, shared by reference, kept resident, evicted least recently used
-//! when the memory budget needs room and nobody uses them.
+//! when the memory budget needs room and nobody uses them. A set is the proving key (decoded,
+//! or left in its file for a backend that uploads it) and the circuit's recorded matrices.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
-use zkforge_circuits::ParamsId;
-use zkforge_groth16::ProvingKey;
+use zkforge_circuits::{cached_matrices, ParamsId, PartitionedCircuit};
+use zkforge_groth16::{ConstraintMatrices, LoadedKey, ProverBackend};
 
 use crate::budget::{MemoryBudget, Reservation};
-use crate::engine::ParamsSource;
+use crate::params_source::ParamsSource;
 
-/// A proving key in memory, with the budget it holds until the last user lets go.
+/// A parameter set in memory, with the budget it holds until the last user lets go.
 pub(crate) struct Resident {
-    pub pk: ProvingKey,
-    _reservation: Reservation,
+    pub key: LoadedKey,
+    /// The circuit's constraints, when it has a recording: partitions are then assigned and
+    /// their a, b, c computed by the prover.
+    pub matrices: Option<Arc<ConstraintMatrices>>,
+    _reservations: Vec<Reservation>,
+}
+
+impl Resident {
+    /// Host bytes held: the key's decoded points and the matrices.
+    pub fn host_bytes(&self) -> u64 {
+        (self.key.host_bytes() + self.matrices.as_ref().map_or(0, |m| m.heap_bytes())) as u64
+    }
 }
 
 enum Slot {
@@ -33,20 +44,32 @@ pub struct LoadedSrs {
     pub bytes: u64,
     /// Jobs holding it right now.
     pub ref_count: usize,
+    /// "memory" (decoded on the host) or "file" (read by the backend into its devices).
+    pub key_form: String,
 }
 
 pub(crate) struct SrsStore {
     source: Box<dyn ParamsSource>,
     budget: Arc<MemoryBudget>,
+    backend: Arc<dyn ProverBackend>,
     slots: Mutex<HashMap<ParamsId, Slot>>,
     loaded: Condvar,
 }
 
+/// Bytes recorded matrices take per constraint, before a recording says exactly: Filecoin's
+/// circuits average 5.6 non-zeros per row (8 bytes each) plus three row starts.
+const MATRIX_BYTES_PER_ROW_ESTIMATE: u64 = 60;
+
 impl SrsStore {
-    pub fn new(source: Box<dyn ParamsSource>, budget: Arc<MemoryBudget>) -> Self {
+    pub fn new(
+        source: Box<dyn ParamsSource>,
+        budget: Arc<MemoryBudget>,
+        backend: Arc<dyn ProverBackend>,
+    ) -> Self {
         Self {
             source,
             budget,
+            backend,
             slots: Mutex::default(),
             loaded: Condvar::new(),
         }
@@ -56,9 +79,14 @@ impl SrsStore {
         self.slots.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The key for `id`, loading it if needed (one load at a time per set; others wait for it).
-    /// Returns whether this call loaded it.
-    pub fn get(&self, id: &ParamsId) -> Result<(Arc<Resident>, bool)> {
+    /// The set for `id`, loading it if needed (one load at a time per set; others wait for it).
+    /// `circuit` records the matrices when no cached recording exists (without it, e.g. for a
+    /// preload, only a cached recording is used). Returns whether this call loaded it.
+    pub fn get(
+        &self,
+        id: &ParamsId,
+        circuit: Option<&dyn PartitionedCircuit>,
+    ) -> Result<(Arc<Resident>, bool)> {
         let mut slots = self.lock();
         loop {
             match slots.get_mut(id) {
@@ -75,7 +103,7 @@ impl SrsStore {
         slots.insert(id.clone(), Slot::Loading);
         drop(slots);
 
-        let loaded = self.load(id);
+        let loaded = self.load(id, circuit);
         let mut slots = self.lock();
         let out = match loaded {
             Ok(key) => {
@@ -98,22 +126,74 @@ impl SrsStore {
         out
     }
 
-    fn load(&self, id: &ParamsId) -> Result<Arc<Resident>> {
-        let bytes = self.source.size_hint(id)?;
-        let reservation = self.make_room(id, bytes)?;
-        let pk = self.source.load(id)?;
+    fn load(
+        &self,
+        id: &ParamsId,
+        circuit: Option<&dyn PartitionedCircuit>,
+    ) -> Result<Arc<Resident>> {
+        let lengths = self.source.lengths(id)?;
+        let in_file = self.backend.prefers_key_file(&lengths);
+        let key_bytes = if in_file {
+            (lengths.ic * 96) as u64
+        } else {
+            lengths.decoded_bytes() as u64
+        };
+        let mut reservations = vec![self.make_room(id, key_bytes, "its proving key")?];
+        let key = self.source.load(id, in_file)?;
+        tracing::info!(
+            circuit = %id.circuit_id(),
+            form = if in_file { "file" } else { "memory" },
+            host_bytes = key.host_bytes(),
+            "proving key loaded"
+        );
+        let rows_estimate = (lengths.h as u64 + 1) * MATRIX_BYTES_PER_ROW_ESTIMATE;
+        let matrices = self
+            .matrices(id, circuit, rows_estimate, &mut reservations)?
+            .map(Arc::new);
         Ok(Arc::new(Resident {
-            pk,
-            _reservation: reservation,
+            key,
+            matrices,
+            _reservations: reservations,
         }))
+    }
+
+    /// The circuit's matrices: cached or recorded (see `cached_matrices`), their bytes
+    /// reserved from the budget — an estimate while they are read or recorded, then the rest.
+    fn matrices(
+        &self,
+        id: &ParamsId,
+        circuit: Option<&dyn PartitionedCircuit>,
+        estimate: u64,
+        reservations: &mut Vec<Reservation>,
+    ) -> Result<Option<ConstraintMatrices>> {
+        let cache = self.source.matrices_cache(id);
+        let cached = cache.as_ref().is_some_and(|p| p.exists());
+        if circuit.is_none() && !cached {
+            return Ok(None);
+        }
+        reservations.push(self.make_room(id, estimate, "its constraint matrices")?);
+        let m = match circuit {
+            Some(c) => cached_matrices(c, cache.as_deref())?,
+            // A preload has no circuit to record: only a cached recording serves.
+            None => cache.and_then(|p| ConstraintMatrices::read_file(&p).ok()),
+        };
+        if let Some(extra) = m
+            .as_ref()
+            .map(|m| m.heap_bytes() as u64)
+            .filter(|&b| b > estimate)
+        {
+            reservations.push(self.make_room(id, extra - estimate, "its constraint matrices")?);
+        }
+        Ok(m)
     }
 
     /// Reserves `bytes`, evicting unused sets (least recently used first) and then waiting for
     /// partitions in flight to release memory.
-    fn make_room(&self, id: &ParamsId, bytes: u64) -> Result<Reservation> {
+    fn make_room(&self, id: &ParamsId, bytes: u64, what: &str) -> Result<Reservation> {
         if bytes > self.budget.total() {
             bail!(
-                "parameters {} need {bytes} bytes, more than the whole memory budget ({} bytes)",
+                "parameters {}: {what} need {bytes} bytes, more than the whole memory budget \
+                 ({} bytes)",
                 id.circuit_id(),
                 self.budget.total()
             );
@@ -161,7 +241,7 @@ impl SrsStore {
     pub fn evict(&self, id: &ParamsId) -> Option<u64> {
         let mut slots = self.lock();
         match slots.remove(id) {
-            Some(Slot::Ready { key, .. }) => Some(key.pk.heap_bytes() as u64),
+            Some(Slot::Ready { key, .. }) => Some(key.host_bytes()),
             Some(loading @ Slot::Loading) => {
                 // A load in progress finishes; evicting it is the caller's next step.
                 slots.insert(id.clone(), loading);
@@ -178,8 +258,12 @@ impl SrsStore {
             .filter_map(|(id, s)| match s {
                 Slot::Ready { key, .. } => Some(LoadedSrs {
                     circuit_id: id.circuit_id(),
-                    bytes: key.pk.heap_bytes() as u64,
+                    bytes: key.host_bytes(),
                     ref_count: Arc::strong_count(key) - 1,
+                    key_form: match key.key {
+                        LoadedKey::Memory(_) => "memory".into(),
+                        LoadedKey::File(_) => "file".into(),
+                    },
                 }),
                 Slot::Loading => None,
             })

@@ -58,9 +58,7 @@ fn synthesize_unit(s: &Shared, name: &str, unit: SynthUnit) {
     let Some(key) = parameters(s, &job) else {
         return;
     };
-    // The key tells the witness size: domain n ≥ constraints, |ic| inputs, |l| aux.
-    let bytes =
-        Witness::estimated_bytes(key.pk.h.len() + 1, key.pk.vk.ic.len(), key.pk.l.len()) as u64;
+    let bytes = partition_bytes(s, &key);
     if bytes > s.budget.total() {
         let msg = format!(
             "a partition of {} needs about {bytes} bytes, more than the whole memory budget ({} bytes)",
@@ -94,7 +92,7 @@ fn synthesize_unit(s: &Shared, name: &str, unit: SynthUnit) {
     let buffers = s.backend.scalar_pool();
     let result = catch_unwind(AssertUnwindSafe(|| {
         s.synth_pool
-            .install(|| with_pool(buffers, || job.circuits.synthesize(k)))
+            .install(|| with_pool(buffers, || synthesize(s, &job, k, &key)))
     }));
     let took = start.elapsed();
     {
@@ -147,11 +145,35 @@ fn synthesize_unit(s: &Shared, name: &str, unit: SynthUnit) {
     drop(s.prove_queue.push(key_order, unit));
 }
 
+/// Host bytes one partition holds from synthesis until it is proved: the assignment, and
+/// a, b, c unless the backend computes them on its device. The key tells the shape: domain
+/// n ≥ constraints, |ic| inputs, |l| aux.
+fn partition_bytes(s: &Shared, key: &Resident) -> u64 {
+    let l = key.key.as_ref().lengths();
+    let on_device = key.matrices.is_some() && s.backend.evaluates_constraints();
+    let rows = if on_device { 0 } else { l.h + 1 };
+    Witness::estimated_bytes(rows, l.ic, l.l) as u64
+}
+
+/// Partition k's witness: assigned and left for the prover's products when the circuit has
+/// recorded matrices (computed here on the CPU if the backend does not), else synthesized
+/// in full.
+fn synthesize(s: &Shared, job: &Job, k: usize, key: &Resident) -> anyhow::Result<Witness> {
+    let Some(m) = &key.matrices else {
+        return job.circuits.synthesize(k);
+    };
+    let mut w = job.circuits.assign(k, m.clone())?;
+    if !s.backend.evaluates_constraints() {
+        w.evaluate()?;
+    }
+    Ok(w)
+}
+
 /// The job's proving key, loading it on first use (the load's time goes to the job).
 fn parameters(s: &Shared, job: &Job) -> Option<Arc<Resident>> {
     let id = job.circuits.params_id();
     let t = Instant::now();
-    let loaded = s.srs.get(id);
+    let loaded = s.srs.get(id, Some(job.circuits.as_ref()));
     match loaded {
         Ok((key, loaded_now)) => {
             if loaded_now {
@@ -178,15 +200,20 @@ fn prewarm_buffers(s: &Shared, key: &Resident) {
     let Some(pool) = s.backend.scalar_pool() else {
         return;
     };
-    let pk = &key.pk;
-    let capacity = (pk.h.len() + 1).max(pk.l.len());
+    let l = key.key.as_ref().lengths();
+    // A partition draws aux from the pool, and a, b, c too unless the device computes them.
+    let (per, capacity) = if key.matrices.is_some() && s.backend.evaluates_constraints() {
+        (1, l.l)
+    } else {
+        (4, (l.h + 1).max(l.l))
+    };
     let devices = s.device_locks.len();
     let in_flight = s.config.synthesis_workers
         + s.config.prove_queue_depth
         + s.config.prover_workers_per_device * devices;
-    let per_partition = (4 * capacity * std::mem::size_of::<Scalar>()) as u64;
+    let per_partition = (per * capacity * std::mem::size_of::<Scalar>()) as u64;
     let fits = (s.budget.total().saturating_sub(s.budget.used()) / per_partition.max(1)) as usize;
-    let buffers = 4 * in_flight.min(fits);
+    let buffers = per * in_flight.min(fits);
     let t = Instant::now();
     pool.prewarm(buffers, capacity);
     tracing::info!(
@@ -245,7 +272,7 @@ fn prove_unit(
         prover::prove_on(
             s.backend.as_ref(),
             device,
-            &unit.key.pk,
+            unit.key.key.as_ref(),
             witness,
             rnd,
             &mut report,
@@ -303,7 +330,7 @@ fn prove_unit(
     let checked = if s.config.verify_proofs {
         job.circuits
             .public_inputs(k)
-            .and_then(|x| Ok(verify(&unit.key.pk.vk, &proof, &x)?))
+            .and_then(|x| Ok(verify(unit.key.key.as_ref().vk(), &proof, &x)?))
     } else {
         Ok(true)
     };

@@ -16,23 +16,28 @@ use zkforge_engine::{
 };
 use zkforge_groth16::generator::generate_random_keys;
 use zkforge_groth16::{
-    CpuBackend, DeviceInfo, KeyRef, Phase, ProveReport, ProverBackend, ProvingKey, QuerySums,
-    ScalarPool, Witness,
+    CpuBackend, DeviceInfo, KeyRef, LoadedKey, Phase, ProveReport, ProverBackend, ProvingKey,
+    QueryLengths, QuerySums, ScalarPool, Witness,
 };
 
 /// Keys kept in memory, found by file stem (whatever the proof kind).
 struct MemorySource(HashMap<String, ProvingKey>);
 
-impl ParamsSource for MemorySource {
-    fn load(&self, id: &ParamsId) -> Result<ProvingKey> {
+impl MemorySource {
+    fn key(&self, id: &ParamsId) -> Result<&ProvingKey> {
         self.0
             .get(&id.stem)
-            .cloned()
             .ok_or_else(|| anyhow::anyhow!("no keys for {}", id.stem))
     }
+}
 
-    fn size_hint(&self, id: &ParamsId) -> Result<u64> {
-        Ok(self.load(id)?.heap_bytes() as u64)
+impl ParamsSource for MemorySource {
+    fn lengths(&self, id: &ParamsId) -> Result<QueryLengths> {
+        Ok(self.key(id)?.lengths())
+    }
+
+    fn load(&self, id: &ParamsId, _in_file: bool) -> Result<LoadedKey> {
+        Ok(LoadedKey::Memory(Arc::new(self.key(id)?.clone())))
     }
 }
 

@@ -36,13 +36,26 @@ fn main() {
     let sector = filecoin_proofs_api::SectorId::from(m.sector_id);
 
     let mut rng = rand_chacha::ChaCha20Rng::from_entropy();
+    // The product path: the circuit's recording (cached beside the parameters, as the daemon
+    // keeps it) and per proof only the assignment.
+    let circuits = porep::porep_circuits(c1.clone()).unwrap();
+    let matrices =
+        zkforge_circuits::cached_matrices(circuits.as_ref(), Some(&id.matrices_path(&dir)))
+            .unwrap()
+            .map(std::sync::Arc::new);
     let (mut ours, mut theirs) = (Vec::new(), Vec::new());
     for run in 0..=runs {
         let t = Instant::now();
         let circuits = porep::porep_circuits(c1.clone()).unwrap();
-        let proof = prove_all(circuits.as_ref(), &CpuBackend::new(), &pk, &mut rng)
-            .unwrap()
-            .proof;
+        let proof = prove_all(
+            circuits.as_ref(),
+            matrices.as_ref(),
+            &CpuBackend::new(),
+            &pk,
+            &mut rng,
+        )
+        .unwrap()
+        .proof;
         let dt = t.elapsed();
         assert!(m.verify_porep(&proof).unwrap());
 

@@ -3,10 +3,9 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use bellpepper_core::Circuit;
-use blstrs::Scalar;
-use rand_core::RngCore;
-use zkforge_groth16::generator::{generate_random_keys, GenProgress};
+use zkforge_groth16::generator::{
+    write_params_files, CpuFixedBase, FixedBaseBackend, GenProgress, Setup,
+};
 use zkforge_groth16::ProvingKey;
 
 use crate::{ParamsId, ProofKind};
@@ -59,11 +58,78 @@ pub fn ensure_test_params(
     let id = crate::registry::params_id(kind, sector_size)?;
     if !id.params_path(dir).exists() || !id.vk_path(dir).exists() {
         tracing::info!(dir = %dir.display(), "generating {} test parameters", id.circuit_id());
-        let mut rng = <rand_chacha::ChaCha20Rng as rand_core::SeedableRng>::from_entropy();
-        let pk = crate::registry::random_keys(kind, sector_size, &mut rng, progress)?;
-        write(&id, &pk, dir, true)?;
+        generate(kind, sector_size, dir, &CpuFixedBase, None, progress)?;
     }
     Ok(id)
+}
+
+/// What one parameter generation did, for the command's summary.
+#[derive(Clone, Debug)]
+pub struct Generated {
+    pub id: ParamsId,
+    pub constraints: usize,
+    pub nonzeros: usize,
+    /// Recording the circuit's constraints.
+    pub record_secs: f64,
+    /// Computing the points and writing the files.
+    pub keys_secs: f64,
+    pub params_bytes: u64,
+}
+
+/// Generates random (test-only) parameters of `kind` for `sector_size` into `dir`: records the
+/// circuit once (also kept beside them as `<stem>.r1cs`, so the prover need not record it
+/// again), then streams `.params` and `.vk` through `backend` and writes `.meta`. A `seed`
+/// fixes τ, α, β, γ, δ and the generators, hence every byte, whatever the backend.
+pub fn generate(
+    kind: ProofKind,
+    sector_size: u64,
+    dir: &Path,
+    backend: &dyn FixedBaseBackend,
+    seed: Option<u64>,
+    progress: &dyn GenProgress,
+) -> Result<Generated> {
+    use rand_core::SeedableRng;
+    let id = crate::registry::params_id(kind, sector_size)?;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let t = std::time::Instant::now();
+    let m = crate::registry::matrices(kind, sector_size)?;
+    let record_secs = t.elapsed().as_secs_f64();
+    tracing::info!(
+        circuit = %id.circuit_id(),
+        constraints = m.num_constraints(),
+        nonzeros = m.nonzeros(),
+        secs = record_secs,
+        "circuit recorded"
+    );
+    m.write_file(&id.matrices_path(dir))?;
+    let mut rng = match seed {
+        Some(s) => rand_chacha::ChaCha20Rng::seed_from_u64(s),
+        None => rand_chacha::ChaCha20Rng::from_entropy(),
+    };
+    let setup = Setup::random(&mut rng);
+    let t = std::time::Instant::now();
+    let params_path = id.params_path(dir);
+    write_params_files(
+        &m,
+        &setup,
+        backend,
+        &params_path,
+        &id.vk_path(dir),
+        progress,
+    )?;
+    let meta = format!("{{\"sector_size\":{}}}", id.sector_size);
+    let meta_path = id.meta_path(dir);
+    std::fs::write(&meta_path, meta).with_context(|| format!("writing {}", meta_path.display()))?;
+    Ok(Generated {
+        constraints: m.num_constraints(),
+        nonzeros: m.nonzeros(),
+        record_secs,
+        keys_secs: t.elapsed().as_secs_f64(),
+        params_bytes: std::fs::metadata(&params_path)
+            .map(|m| m.len())
+            .unwrap_or(0),
+        id,
+    })
 }
 
 /// Refuses to overwrite existing parameter files unless `force`.
@@ -88,13 +154,4 @@ pub fn write(id: &ParamsId, pk: &ProvingKey, dir: &Path, force: bool) -> Result<
     let meta_path = id.meta_path(dir);
     std::fs::write(&meta_path, meta).with_context(|| format!("writing {}", meta_path.display()))?;
     Ok(())
-}
-
-/// Random test keys for a blank circuit.
-pub(crate) fn random_keys<C: Circuit<Scalar>>(
-    circuit: C,
-    rng: &mut dyn RngCore,
-    progress: &dyn GenProgress,
-) -> Result<ProvingKey> {
-    Ok(generate_random_keys(circuit, rng, progress)?)
 }

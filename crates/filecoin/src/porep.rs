@@ -1,6 +1,7 @@
 //! PoRep C2: the C1 output (vanilla proofs) becomes one StackedDrg circuit per partition.
 
 use std::marker::PhantomData;
+use std::sync::Arc;
 
 use anyhow::{bail, ensure, Context, Result};
 use base64::Engine as _;
@@ -12,15 +13,13 @@ use filecoin_proofs::{
 };
 use filecoin_proofs_api::seal::SealCommitPhase1Output;
 use filecoin_proofs_api::RegisteredSealProof;
-use rand_core::RngCore;
 use serde::Deserialize;
 use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_core::proof::ProofScheme;
 use storage_proofs_porep::stacked::{self, StackedCircuit, StackedCompound, StackedDrg};
-use zkforge_groth16::generator::GenProgress;
-use zkforge_groth16::{ProvingKey, Witness};
+use zkforge_groth16::{ConstraintMatrices, MatrixRecorder, Witness, WitnessOnly};
 
-use crate::params::{params_id, random_keys};
+use crate::params::params_id;
 use crate::shape::with_tree;
 use crate::{ParamsId, PartitionedCircuit, ProofKind};
 
@@ -83,24 +82,23 @@ fn params_id_for_tree<Tree: 'static + MerkleTreeTrait>(config: &PoRepConfig) -> 
     ))
 }
 
-/// Random test keys for a registered PoRep proof.
-pub fn porep_random_keys(
-    proof: RegisteredSealProof,
-    rng: &mut dyn RngCore,
-    progress: &dyn GenProgress,
-) -> Result<ProvingKey> {
+/// The recorded constraints of a registered PoRep proof's circuit.
+pub fn porep_matrices(proof: RegisteredSealProof) -> Result<ConstraintMatrices> {
     let size = u64::from(proof.sector_size());
-    with_tree!(size, keys_for_tree, &proof.as_v1_config(), rng, progress)
+    with_tree!(size, matrices_for_tree, &proof.as_v1_config())
 }
 
-fn keys_for_tree<Tree: 'static + MerkleTreeTrait>(
+fn matrices_for_tree<Tree: 'static + MerkleTreeTrait>(
     config: &PoRepConfig,
-    rng: &mut dyn RngCore,
-    progress: &dyn GenProgress,
-) -> Result<ProvingKey> {
-    let pp = public_params::<Tree>(config)?;
-    let circuit = <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::blank_circuit(&pp);
-    random_keys(circuit, rng, progress)
+) -> Result<ConstraintMatrices> {
+    blank_matrices::<Tree>(&public_params::<Tree>(config)?)
+}
+
+fn blank_matrices<Tree: 'static + MerkleTreeTrait>(
+    pp: &stacked::PublicParams<Tree>,
+) -> Result<ConstraintMatrices> {
+    let circuit = <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::blank_circuit(pp);
+    Ok(MatrixRecorder::record(circuit)?)
 }
 
 type PublicInputs<Tree> = stacked::PublicInputs<
@@ -215,6 +213,15 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionedCircuit for PoRepCircuits<Tree>
 
     fn synthesize(&self, k: usize) -> Result<Witness> {
         zkforge_groth16::synthesize(self.circuit(k)?)
+            .with_context(|| format!("synthesizing partition {k}"))
+    }
+
+    fn record_matrices(&self) -> Result<Option<ConstraintMatrices>> {
+        blank_matrices::<Tree>(&self.public_params).map(Some)
+    }
+
+    fn assign(&self, k: usize, matrices: Arc<ConstraintMatrices>) -> Result<Witness> {
+        WitnessOnly::synthesize(self.circuit(k)?, matrices)
             .with_context(|| format!("synthesizing partition {k}"))
     }
 

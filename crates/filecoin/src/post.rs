@@ -1,6 +1,8 @@
 //! WinningPoSt and WindowPoSt: vanilla sector proofs (bincode, as Curio sends them) become
 //! one FallbackPoSt circuit; a WindowPoSt request is one partition (`partition_index`).
 
+use std::sync::Arc;
+
 use anyhow::{ensure, Context, Result};
 use blstrs::Scalar;
 use filecoin_hashers::Hasher;
@@ -10,15 +12,13 @@ use filecoin_proofs::{
     FallbackPoStSectorProof, MerkleTreeTrait, PoStConfig, PoStType,
 };
 use filecoin_proofs_api::RegisteredPoStProof;
-use rand_core::RngCore;
 use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_post::fallback::{
     self, FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound,
 };
-use zkforge_groth16::generator::GenProgress;
-use zkforge_groth16::{ProvingKey, Witness};
+use zkforge_groth16::{ConstraintMatrices, MatrixRecorder, Witness, WitnessOnly};
 
-use crate::params::{params_id, random_keys};
+use crate::params::params_id;
 use crate::shape::with_tree;
 use crate::{ParamsId, PartitionedCircuit, ProofKind};
 
@@ -60,14 +60,10 @@ pub fn post_params_id(proof: RegisteredPoStProof) -> Result<ParamsId> {
     with_tree!(size, params_id_for_tree, &proof.as_v1_config())
 }
 
-/// Random test keys for a registered PoSt proof.
-pub fn post_random_keys(
-    proof: RegisteredPoStProof,
-    rng: &mut dyn RngCore,
-    progress: &dyn GenProgress,
-) -> Result<ProvingKey> {
+/// The recorded constraints of a registered PoSt proof's circuit.
+pub fn post_matrices(proof: RegisteredPoStProof) -> Result<ConstraintMatrices> {
     let size = u64::from(proof.sector_size());
-    with_tree!(size, keys_for_tree, &proof.as_v1_config(), rng, progress)
+    with_tree!(size, matrices_for_tree, &proof.as_v1_config())
 }
 
 fn kind(config: &PoStConfig) -> ProofKind {
@@ -93,17 +89,20 @@ fn public_params<Tree: 'static + MerkleTreeTrait>(
 
 type Compound<Tree> = FallbackPoStCompound<Tree>;
 
-fn keys_for_tree<Tree: 'static + MerkleTreeTrait>(
+fn matrices_for_tree<Tree: 'static + MerkleTreeTrait>(
     config: &PoStConfig,
-    rng: &mut dyn RngCore,
-    progress: &dyn GenProgress,
-) -> Result<ProvingKey> {
-    let pp = public_params::<Tree>(config)?;
+) -> Result<ConstraintMatrices> {
+    blank_matrices::<Tree>(&public_params::<Tree>(config)?)
+}
+
+fn blank_matrices<Tree: 'static + MerkleTreeTrait>(
+    pp: &fallback::PublicParams,
+) -> Result<ConstraintMatrices> {
     let circuit = <Compound<Tree> as CompoundProof<
         FallbackPoSt<'_, Tree>,
         FallbackPoStCircuit<Tree>,
-    >>::blank_circuit(&pp);
-    random_keys(circuit, rng, progress)
+    >>::blank_circuit(pp);
+    Ok(MatrixRecorder::record(circuit)?)
 }
 
 type Domain<Tree> = <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain;
@@ -219,6 +218,21 @@ fn post_for_tree<Tree: 'static + MerkleTreeTrait>(
     }))
 }
 
+impl<Tree: 'static + MerkleTreeTrait> PostCircuits<Tree> {
+    fn circuit(&self, k: usize) -> Result<FallbackPoStCircuit<Tree>> {
+        ensure!(k == 0, "a PoSt request has one partition");
+        // As filecoin-proofs does: the circuit sees this partition's sectors as chunk 0.
+        <Compound<Tree> as CompoundProof<FallbackPoSt<'_, Tree>, FallbackPoStCircuit<Tree>>>::circuit(
+            &self.public_inputs,
+            Default::default(),
+            &self.proof,
+            &self.public_params,
+            Some(0),
+        )
+        .context("building the PoSt circuit")
+    }
+}
+
 impl<Tree: 'static + MerkleTreeTrait> PartitionedCircuit for PostCircuits<Tree> {
     fn kind(&self) -> ProofKind {
         self.params_id.kind
@@ -233,19 +247,15 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionedCircuit for PostCircuits<Tree> 
     }
 
     fn synthesize(&self, k: usize) -> Result<Witness> {
-        ensure!(k == 0, "a PoSt request has one partition");
-        // As filecoin-proofs does: the circuit sees this partition's sectors as chunk 0.
-        let circuit = <Compound<Tree> as CompoundProof<
-            FallbackPoSt<'_, Tree>,
-            FallbackPoStCircuit<Tree>,
-        >>::circuit(
-            &self.public_inputs,
-            Default::default(),
-            &self.proof,
-            &self.public_params,
-            Some(0),
-        )?;
-        zkforge_groth16::synthesize(circuit).context("synthesizing the PoSt circuit")
+        zkforge_groth16::synthesize(self.circuit(k)?).context("synthesizing the PoSt circuit")
+    }
+
+    fn record_matrices(&self) -> Result<Option<ConstraintMatrices>> {
+        blank_matrices::<Tree>(&self.public_params).map(Some)
+    }
+
+    fn assign(&self, k: usize, matrices: Arc<ConstraintMatrices>) -> Result<Witness> {
+        WitnessOnly::synthesize(self.circuit(k)?, matrices).context("synthesizing the PoSt circuit")
     }
 
     fn public_inputs(&self, k: usize) -> Result<Vec<Scalar>> {

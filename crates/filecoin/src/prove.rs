@@ -2,9 +2,13 @@
 
 use std::time::{Duration, Instant};
 
+use std::sync::Arc;
+
 use anyhow::{ensure, Result};
 use rand_core::RngCore;
-use zkforge_groth16::{prover, verify::verify, ProofRandomness, ProverBackend, ProvingKey};
+use zkforge_groth16::{
+    prover, verify::verify, ConstraintMatrices, ProofRandomness, ProverBackend, ProvingKey,
+};
 
 use crate::PartitionedCircuit;
 
@@ -17,9 +21,12 @@ pub struct ProveReport {
 }
 
 /// Synthesizes and proves the partitions in order, verifying each proof: one that fails its
-/// self-check is an error, never a returned proof.
+/// self-check is an error, never a returned proof. With the circuit's recorded `matrices`
+/// each partition is only assigned and the prover computes a, b, c; without, it is
+/// synthesized in full.
 pub fn prove_all(
     circuits: &dyn PartitionedCircuit,
+    matrices: Option<&Arc<ConstraintMatrices>>,
     backend: &dyn ProverBackend,
     pk: &ProvingKey,
     rng: &mut dyn RngCore,
@@ -32,7 +39,10 @@ pub fn prove_all(
     };
     for k in 0..circuits.partitions() {
         let t = Instant::now();
-        let witness = circuits.synthesize(k)?;
+        let witness = match matrices {
+            Some(m) => circuits.assign(k, m.clone())?,
+            None => circuits.synthesize(k)?,
+        };
         report.synthesis += t.elapsed();
 
         let t = Instant::now();

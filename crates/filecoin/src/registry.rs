@@ -1,9 +1,7 @@
-//! One entry point per proof kind and sector size: the parameter set and test keys.
+//! One entry point per proof kind and sector size: the parameter set and the recorded circuit.
 
 use anyhow::Result;
-use rand_core::RngCore;
-use zkforge_groth16::generator::GenProgress;
-use zkforge_groth16::ProvingKey;
+use zkforge_groth16::ConstraintMatrices;
 
 use crate::fixtures::{seal_proof_for, update_proof_for, window_post_for, winning_post_for};
 use crate::{porep, post, snap, ParamsId, ProofKind};
@@ -20,25 +18,15 @@ pub fn params_id(kind: ProofKind, sector_size: u64) -> Result<ParamsId> {
     }
 }
 
-/// Random (test-only) keys for the current registered proof of `kind` for `sector_size`.
-pub fn random_keys(
-    kind: ProofKind,
-    sector_size: u64,
-    rng: &mut dyn RngCore,
-    progress: &dyn GenProgress,
-) -> Result<ProvingKey> {
+/// The recorded constraints of the current registered proof of `kind` for `sector_size`: what
+/// its keys are generated from.
+pub fn matrices(kind: ProofKind, sector_size: u64) -> Result<ConstraintMatrices> {
     match kind {
-        ProofKind::PoRep => porep::porep_random_keys(seal_proof_for(sector_size)?, rng, progress),
-        ProofKind::WinningPost => {
-            post::post_random_keys(winning_post_for(sector_size)?, rng, progress)
+        ProofKind::PoRep => porep::porep_matrices(seal_proof_for(sector_size)?),
+        ProofKind::WinningPost => post::post_matrices(winning_post_for(sector_size)?),
+        ProofKind::WindowPost => post::post_matrices(window_post_for(sector_size)?),
+        ProofKind::SnapDeals => {
+            snap::snap_matrices(update_proof_for(seal_proof_for(sector_size)?)?)
         }
-        ProofKind::WindowPost => {
-            post::post_random_keys(window_post_for(sector_size)?, rng, progress)
-        }
-        ProofKind::SnapDeals => snap::snap_random_keys(
-            update_proof_for(seal_proof_for(sector_size)?)?,
-            rng,
-            progress,
-        ),
     }
 }

@@ -1,5 +1,7 @@
 //! SnapDeals (empty sector update): one EmptySectorUpdate circuit per partition proof.
 
+use std::sync::Arc;
+
 use anyhow::{ensure, Context, Result};
 use blstrs::Scalar;
 use filecoin_hashers::Domain;
@@ -8,7 +10,6 @@ use filecoin_proofs::{
     TreeRHasher,
 };
 use filecoin_proofs_api::RegisteredUpdateProof;
-use rand_core::RngCore;
 use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_core::parameter_cache::CacheableParameters;
 use storage_proofs_update::constants::TreeRDomain;
@@ -16,10 +17,9 @@ use storage_proofs_update::{
     EmptySectorUpdate, EmptySectorUpdateCircuit, EmptySectorUpdateCompound, PartitionProof,
     PublicInputs, PublicParams,
 };
-use zkforge_groth16::generator::GenProgress;
-use zkforge_groth16::{ProvingKey, Witness};
+use zkforge_groth16::{ConstraintMatrices, MatrixRecorder, Witness, WitnessOnly};
 
-use crate::params::{params_id, random_keys};
+use crate::params::params_id;
 use crate::shape::with_tree;
 use crate::{ParamsId, PartitionedCircuit, ProofKind};
 
@@ -44,13 +44,10 @@ pub fn snap_params_id(proof: RegisteredUpdateProof) -> Result<ParamsId> {
     with_tree!(size, params_id_for_tree, &proof.as_v1_config())
 }
 
-pub fn snap_random_keys(
-    proof: RegisteredUpdateProof,
-    rng: &mut dyn RngCore,
-    progress: &dyn GenProgress,
-) -> Result<ProvingKey> {
+/// The recorded constraints of a registered SnapDeals proof's circuit.
+pub fn snap_matrices(proof: RegisteredUpdateProof) -> Result<ConstraintMatrices> {
     let size = u64::from(proof.sector_size());
-    with_tree!(size, keys_for_tree, &proof.as_v1_config(), rng, progress)
+    with_tree!(size, matrices_for_tree, &proof.as_v1_config())
 }
 
 type Compound<Tree> = EmptySectorUpdateCompound<Tree>;
@@ -69,15 +66,19 @@ fn params_id_for_tree<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     ))
 }
 
-fn keys_for_tree<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+fn matrices_for_tree<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     config: &PoRepConfig,
-    rng: &mut dyn RngCore,
-    progress: &dyn GenProgress,
-) -> Result<ProvingKey> {
-    let pp = PublicParams::from_sector_size(u64::from(config.sector_size));
-    let circuit =
-        <Compound<Tree> as CompoundProof<Scheme<Tree>, Circuit<Tree>>>::blank_circuit(&pp);
-    random_keys(circuit, rng, progress)
+) -> Result<ConstraintMatrices> {
+    blank_matrices::<Tree>(&PublicParams::from_sector_size(u64::from(
+        config.sector_size,
+    )))
+}
+
+fn blank_matrices<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    pp: &PublicParams,
+) -> Result<ConstraintMatrices> {
+    let circuit = <Compound<Tree> as CompoundProof<Scheme<Tree>, Circuit<Tree>>>::blank_circuit(pp);
+    Ok(MatrixRecorder::record(circuit)?)
 }
 
 struct SnapCircuits<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> {
@@ -127,6 +128,19 @@ fn snap_for_tree<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     }))
 }
 
+impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SnapCircuits<Tree> {
+    fn circuit(&self, k: usize) -> Result<Circuit<Tree>> {
+        <Compound<Tree> as CompoundProof<Scheme<Tree>, Circuit<Tree>>>::circuit(
+            &self.public_inputs,
+            (),
+            &self.partitions[k],
+            &self.public_params,
+            Some(k),
+        )
+        .with_context(|| format!("building the circuit of partition {k}"))
+    }
+}
+
 impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> PartitionedCircuit
     for SnapCircuits<Tree>
 {
@@ -143,15 +157,17 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> PartitionedCircuit
     }
 
     fn synthesize(&self, k: usize) -> Result<Witness> {
-        let circuit = <Compound<Tree> as CompoundProof<Scheme<Tree>, Circuit<Tree>>>::circuit(
-            &self.public_inputs,
-            (),
-            &self.partitions[k],
-            &self.public_params,
-            Some(k),
-        )
-        .with_context(|| format!("building the circuit of partition {k}"))?;
-        zkforge_groth16::synthesize(circuit).with_context(|| format!("synthesizing partition {k}"))
+        zkforge_groth16::synthesize(self.circuit(k)?)
+            .with_context(|| format!("synthesizing partition {k}"))
+    }
+
+    fn record_matrices(&self) -> Result<Option<ConstraintMatrices>> {
+        blank_matrices::<Tree>(&self.public_params).map(Some)
+    }
+
+    fn assign(&self, k: usize, matrices: Arc<ConstraintMatrices>) -> Result<Witness> {
+        WitnessOnly::synthesize(self.circuit(k)?, matrices)
+            .with_context(|| format!("synthesizing partition {k}"))
     }
 
     fn public_inputs(&self, k: usize) -> Result<Vec<Scalar>> {

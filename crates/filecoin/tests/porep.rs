@@ -24,7 +24,15 @@ fn proofs_from_both_c1_formats_verify_with_filecoin_proofs() {
         let c1 = porep::parse_c1(&read(fixture.path(), file)).unwrap();
         let circuits = porep::porep_circuits(c1).unwrap();
         assert_eq!(circuits.partitions(), 1);
-        let report = prove_all(circuits.as_ref(), &CpuBackend::new(), &pk, &mut rng).unwrap();
+        let matrices = common::matrices(circuits.as_ref());
+        let report = prove_all(
+            circuits.as_ref(),
+            Some(&matrices),
+            &CpuBackend::new(),
+            &pk,
+            &mut rng,
+        )
+        .unwrap();
         assert_eq!(report.proof.len(), 192);
         assert!(
             m.verify_porep(&report.proof).unwrap(),
@@ -65,10 +73,12 @@ fn proof_bytes_equal_bellperson_for_the_same_randomness() {
         r: blstrs::Scalar::random(&mut rng),
         s: blstrs::Scalar::random(&mut rng),
     };
+    // The product path: the assignment only, a, b, c from the recorded matrices.
+    let matrices = common::matrices(circuits.as_ref());
     let ours = prover::prove(
         &CpuBackend::new(),
         &pk,
-        circuits.synthesize(0).unwrap(),
+        circuits.assign(0, matrices).unwrap(),
         rnd,
     )
     .unwrap();

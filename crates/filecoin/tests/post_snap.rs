@@ -15,7 +15,8 @@ fn prove(kind: ProofKind, circuits: &dyn PartitionedCircuit) -> Vec<u8> {
     assert_eq!(&id, circuits.params_id());
     let pk = id.load(&dir, ReadOptions::default()).unwrap();
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(5);
-    prove_all(circuits, &CpuBackend::new(), &pk, &mut rng)
+    let matrices = common::matrices(circuits);
+    prove_all(circuits, Some(&matrices), &CpuBackend::new(), &pk, &mut rng)
         .unwrap()
         .proof
 }

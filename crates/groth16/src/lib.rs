@@ -23,6 +23,7 @@ pub mod r1cs;
 pub mod reaper;
 pub mod srs;
 pub mod synthesis;
+mod tmpfile;
 pub mod verify;
 
 pub use blstrs::{Bls12, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};

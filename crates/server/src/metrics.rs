@@ -105,8 +105,20 @@ pub fn prometheus(s: &EngineStatus) -> String {
     metric(
         "zkforge_memory_used_bytes",
         "gauge",
-        "Host memory reserved.",
+        "Host memory reserved, idle pooled buffers included.",
         vec![(String::new(), s.memory_used_bytes as f64)],
+    );
+    metric(
+        "zkforge_process_resident_bytes",
+        "gauge",
+        "Resident memory of the daemon (VmRSS).",
+        vec![(String::new(), s.process_rss_bytes as f64)],
+    );
+    metric(
+        "zkforge_process_peak_resident_bytes",
+        "gauge",
+        "Peak resident memory of the daemon (VmHWM).",
+        vec![(String::new(), s.process_peak_rss_bytes as f64)],
     );
     metric(
         "zkforge_srs_loaded",

@@ -7,7 +7,7 @@ use anyhow::Context;
 use rand::SeedableRng;
 use zkforge_circuits::SyntheticCircuit;
 use zkforge_groth16::generator::generate_random_keys;
-use zkforge_groth16::{ProvingKey, ReadOptions};
+use zkforge_groth16::{LoadedKey, ProvingKey, QueryLengths, ReadOptions};
 
 use crate::progress::KeyGenBar;
 
@@ -41,11 +41,12 @@ pub fn synthetic_key(circuit: &SyntheticCircuit, cache: &Path) -> anyhow::Result
 pub struct OneKey(pub std::sync::Arc<ProvingKey>);
 
 impl zkforge_engine::ParamsSource for OneKey {
-    fn load(&self, _: &zkforge_circuits::ParamsId) -> anyhow::Result<ProvingKey> {
-        Ok((*self.0).clone())
+    fn lengths(&self, _: &zkforge_circuits::ParamsId) -> anyhow::Result<QueryLengths> {
+        Ok(self.0.lengths())
     }
 
-    fn size_hint(&self, _: &zkforge_circuits::ParamsId) -> anyhow::Result<u64> {
-        Ok(self.0.heap_bytes() as u64)
+    /// The shared key itself, never a copy: at 2^27 a copy would be another 47 GB.
+    fn load(&self, _: &zkforge_circuits::ParamsId, _: bool) -> anyhow::Result<LoadedKey> {
+        Ok(LoadedKey::Memory(self.0.clone()))
     }
 }

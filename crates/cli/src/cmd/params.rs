@@ -1,11 +1,11 @@
 //! `zkforge params generate`: random test parameters under the production file names.
 
 use std::path::PathBuf;
-use std::time::Instant;
 
+use anyhow::Result;
 use clap::{Args, Subcommand, ValueEnum};
-use rand::SeedableRng;
 use zkforge_filecoin::{params, registry, shape::parse_sector_size, ProofKind};
+use zkforge_groth16::generator::{CpuFixedBase, FixedBaseBackend};
 
 use crate::progress::KeyGenBar;
 
@@ -46,26 +46,66 @@ pub struct GenerateArgs {
     /// Overwrite existing files.
     #[arg(long)]
     force: bool,
+    /// Where the points are computed: cpu, or cuda (a build with `--features cuda` and a GPU).
+    #[arg(long, value_enum, default_value_t = KeygenBackend::Cpu)]
+    backend: KeygenBackend,
+    /// Fixes the toxic waste (τ, α, β, γ, δ) and generators, so the files are reproducible
+    /// byte for byte (on any backend). Without it they come from the OS's entropy.
+    #[arg(long)]
+    seed: Option<u64>,
 }
 
-pub fn run(cmd: ParamsCommand) -> anyhow::Result<()> {
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum KeygenBackend {
+    Cpu,
+    Cuda,
+}
+
+fn fixed_base(backend: KeygenBackend) -> Result<Box<dyn FixedBaseBackend>> {
+    match backend {
+        KeygenBackend::Cpu => Ok(Box::new(CpuFixedBase)),
+        KeygenBackend::Cuda => cuda_fixed_base(),
+    }
+}
+
+#[cfg(feature = "cuda")]
+fn cuda_fixed_base() -> Result<Box<dyn FixedBaseBackend>> {
+    anyhow::ensure!(
+        zkforge_cuda::CudaDevice::available(),
+        "no CUDA driver or GPU found"
+    );
+    Ok(Box::new(zkforge_cuda::CudaFixedBase::new(
+        zkforge_cuda::CudaDevice::open(0)?,
+    )))
+}
+
+#[cfg(not(feature = "cuda"))]
+fn cuda_fixed_base() -> Result<Box<dyn FixedBaseBackend>> {
+    anyhow::bail!("this zkforge was built without the `cuda` feature (cargo build --features cuda)")
+}
+
+pub fn run(cmd: ParamsCommand) -> Result<()> {
     let ParamsCommand::Generate(args) = cmd;
     let size = parse_sector_size(&args.sector_size)?;
     let dir = params::parameter_dir(args.out.as_deref());
-    let mut rng = rand_chacha::ChaCha20Rng::from_entropy();
-    let bar = KeyGenBar::new("generating parameters");
-    let t = Instant::now();
     let kind = args.proof.kind();
     let id = registry::params_id(kind, size)?;
     params::check_writable(&id, &dir, args.force)?;
-    let pk = registry::random_keys(kind, size, &mut rng, &bar)?;
+    let backend = fixed_base(args.backend)?;
+    let bar = KeyGenBar::new(&format!("{}: recording the circuit", id.circuit_id()));
+    let done = params::generate(kind, size, &dir, backend.as_ref(), args.seed, &bar)?;
     bar.finish();
-    params::write(&id, &pk, &dir, args.force)?;
     println!(
-        "{}: wrote {} in {:.1} s",
+        "{}: {} constraints ({} non-zeros) recorded in {:.1} s; {} ({:.2} GB) written in {:.1} s \
+         on the {} backend",
         id.circuit_id(),
+        done.constraints,
+        done.nonzeros,
+        done.record_secs,
         id.params_path(&dir).display(),
-        t.elapsed().as_secs_f64()
+        done.params_bytes as f64 / 1e9,
+        done.keys_secs,
+        backend.name()
     );
     Ok(())
 }

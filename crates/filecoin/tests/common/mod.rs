@@ -41,6 +41,17 @@ pub fn porep_params() -> (PathBuf, ParamsId) {
     params(ProofKind::PoRep)
 }
 
+/// The circuit's recorded matrices, cached beside its parameters (recorded on first use).
+pub fn matrices(
+    circuits: &dyn zkforge_filecoin::PartitionedCircuit,
+) -> std::sync::Arc<zkforge_groth16::ConstraintMatrices> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    let _guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let path = circuits.params_id().matrices_path(&param_dir());
+    let m = zkforge_circuits::cached_matrices(circuits, Some(&path)).unwrap();
+    std::sync::Arc::new(m.expect("Filecoin circuits have recordings"))
+}
+
 /// A freshly sealed 2 KiB sector and its inputs, in a temporary directory.
 pub fn sector(seed: u64) -> (tempfile::TempDir, Manifest) {
     param_dir();

@@ -2,7 +2,7 @@
 //! 47 GB key never sits in memory whole.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use blstrs::{G1Affine, G2Affine};
 use group::Curve;
@@ -95,18 +95,6 @@ pub fn write_params(
     Ok(vk)
 }
 
-/// A temporary name beside `path`, unique to this process and call, for write-then-rename.
-pub(crate) fn temporary_beside(path: &Path) -> PathBuf {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("out");
-    path.with_file_name(format!(
-        ".{name}.{}.{}.partial",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    ))
-}
-
 /// Writes `.params` and `.vk` files for `m` (see [`write_params`]); each appears under its
 /// name only when complete.
 pub fn write_params_files(
@@ -117,7 +105,7 @@ pub fn write_params_files(
     vk_path: &Path,
     progress: &dyn GenProgress,
 ) -> Result<VerifyingKey> {
-    let tmp = temporary_beside(params);
+    let tmp = crate::tmpfile::beside(params);
     let run = || -> Result<VerifyingKey> {
         let file = std::fs::File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
         let mut w = std::io::BufWriter::with_capacity(1 << 24, file);

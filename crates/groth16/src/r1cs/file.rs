@@ -70,7 +70,7 @@ impl ConstraintMatrices {
     /// Writes the matrices to `path` through a temporary file renamed into place, so readers
     /// never see a partial file.
     pub fn write_file(&self, path: &Path) -> Result<()> {
-        let tmp = path.with_extension(format!("r1cs.{}.partial", std::process::id()));
+        let tmp = crate::tmpfile::beside(path);
         let write = || -> std::io::Result<()> {
             let mut w = BufWriter::with_capacity(1 << 22, File::create(&tmp)?);
             w.write_all(MAGIC)?;

@@ -91,11 +91,12 @@ impl<'a> KeyRef<'a> {
     }
 }
 
-/// A proving key loaded for proving: see [`KeyRef`].
+/// A proving key loaded for proving: see [`KeyRef`]. A decoded key is shared, so a caller
+/// that already holds one (a benchmark) hands it over without a second copy.
 #[derive(Debug)]
 pub enum LoadedKey {
-    Memory(ProvingKey),
-    File(ParamsFile),
+    Memory(std::sync::Arc<ProvingKey>),
+    File(Box<ParamsFile>),
 }
 
 impl LoadedKey {

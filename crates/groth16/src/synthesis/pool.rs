@@ -165,6 +165,25 @@ impl ScalarPool {
         self.max_idle_bytes
     }
 
+    /// Frees idle buffers, largest first, until at most `target` idle bytes remain (when a
+    /// memory budget needs the room).
+    pub fn shrink_to(&self, target: usize) {
+        let mut freed = Vec::new();
+        {
+            let mut st = self.state();
+            while st.idle_bytes > target {
+                let largest = (0..st.idle.len()).max_by_key(|&i| st.idle[i].capacity());
+                let Some(i) = largest else { break };
+                let v = st.idle.swap_remove(i);
+                st.idle_bytes -= bytes_of(&v);
+                freed.push(v);
+            }
+        }
+        for v in freed {
+            self.free(v);
+        }
+    }
+
     /// Frees every idle buffer.
     pub fn shrink(&self) {
         let idle = {
