@@ -93,8 +93,10 @@ impl CudaFixedBase {
         let d = &self.dev;
         cu(d.ctx.bind_to_thread())?;
         let table = cu(d.stream.clone_htod(C::limbs(&window_table(base))))?;
-        let mut slots = cu(Slots::new(d, RUN, C::WORDS))?;
-        let runs: Vec<&[Scalar]> = scalars.chunks(RUN).collect();
+        // Buffers sized to the work, so small keys do not pin gigabytes.
+        let run = RUN.min(scalars.len());
+        let mut slots = cu(Slots::new(d, run, C::WORDS))?;
+        let runs: Vec<&[Scalar]> = scalars.chunks(run).collect();
         let mut done = Vec::with_capacity(runs.len());
         let kernel = C::kernel(d);
         done.push(cu(slots.submit(d, kernel, &table, 0, runs[0], C::WORDS))?);

@@ -108,7 +108,10 @@ pub fn process_memory() -> (u64, u64) {
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct EngineConfig {
-    /// CPU workers synthesizing partitions concurrently.
+    /// CPU workers synthesizing partitions concurrently: a number, or "auto" (0 here): one per
+    /// core when a GPU proves (the memory budget admits as many partitions as fit, so extra
+    /// workers wait rather than overcommit), half the cores when the CPU proves too.
+    #[serde(with = "auto_count")]
     pub synthesis_workers: usize,
     /// Threads of the synthesis thread pool (0: one per core).
     pub synthesis_threads: usize,
@@ -141,7 +144,7 @@ pub struct EngineConfig {
 impl Default for EngineConfig {
     fn default() -> Self {
         Self {
-            synthesis_workers: 2,
+            synthesis_workers: 0,
             synthesis_threads: 0,
             synthesis_nice: 10,
             prover_workers_per_device: 2,
@@ -156,13 +159,52 @@ impl Default for EngineConfig {
     }
 }
 
+/// A count that may be "auto", kept as 0.
+mod auto_count {
+    use serde::{de, Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(n: &usize, s: S) -> Result<S::Ok, S::Error> {
+        match n {
+            0 => s.serialize_str("auto"),
+            n => s.serialize_u64(*n as u64),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Count {
+            Number(u64),
+            Word(String),
+        }
+        match Count::deserialize(d)? {
+            Count::Number(0) => Err(de::Error::custom("must be at least 1 (or \"auto\")")),
+            Count::Number(n) => Ok(n as usize),
+            Count::Word(w) if w == "auto" => Ok(0),
+            Count::Word(w) => Err(de::Error::custom(format!(
+                "expected a number or \"auto\", found {w:?}"
+            ))),
+        }
+    }
+}
+
 impl EngineConfig {
+    /// `synthesis_workers` resolved on this machine for a backend that computes a, b, c on
+    /// its device (a GPU) or not (the CPU, whose prover needs the cores too).
+    pub fn synthesis_worker_count(&self, gpu: bool) -> usize {
+        if self.synthesis_workers > 0 {
+            return self.synthesis_workers;
+        }
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        if gpu {
+            cores
+        } else {
+            (cores / 2).max(1)
+        }
+    }
+
     /// Checks the settings; returns the budget in bytes.
     pub fn validate(&self) -> Result<u64> {
-        ensure!(
-            self.synthesis_workers > 0,
-            "synthesis_workers must be at least 1"
-        );
         ensure!(
             (0..=19).contains(&self.synthesis_nice),
             "synthesis_nice must lie in 0..=19"
@@ -199,14 +241,14 @@ mod tests {
     #[test]
     fn bad_settings_are_named() {
         let c = EngineConfig {
-            synthesis_workers: 0,
+            synthesis_nice: 40,
             ..Default::default()
         };
         assert!(c
             .validate()
             .unwrap_err()
             .to_string()
-            .contains("synthesis_workers"));
+            .contains("synthesis_nice"));
         let c = EngineConfig {
             memory_budget: "12 parsecs".into(),
             ..Default::default()
@@ -232,6 +274,13 @@ mod tests {
         assert!(EngineConfig::default()
             .describe()
             .iter()
-            .any(|l| l == "synthesis_workers = 2"));
+            .any(|l| l == "synthesis_workers = \"auto\""));
+        let cores = std::thread::available_parallelism().unwrap().get();
+        assert_eq!(EngineConfig::default().synthesis_worker_count(true), cores);
+        let two = EngineConfig {
+            synthesis_workers: 2,
+            ..Default::default()
+        };
+        assert_eq!(two.synthesis_worker_count(false), 2);
     }
 }

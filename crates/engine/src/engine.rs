@@ -187,11 +187,12 @@ pub struct Engine {
 impl Engine {
     /// Starts the workers. Logs every setting.
     pub fn start(
-        config: EngineConfig,
+        mut config: EngineConfig,
         backend: Arc<dyn ProverBackend>,
         params: Box<dyn ParamsSource>,
     ) -> Result<Self> {
         let budget_bytes = config.validate()?;
+        config.synthesis_workers = config.synthesis_worker_count(backend.evaluates_constraints());
         for line in config.describe() {
             tracing::info!("engine config: {line}");
         }

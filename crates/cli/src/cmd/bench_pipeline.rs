@@ -98,7 +98,7 @@ pub fn run(args: PipelineArgs) -> Result<()> {
             .context("--staging-pool")?,
         ..Default::default()
     };
-    let (key, make_job, verify) = prepare(&args)?;
+    let (key, make_job, verify, template_bytes) = prepare(&args)?;
     println!(
         "{} jobs × {} partitions, shape {:?} 2^{}, {} synthesis workers",
         args.jobs, args.partitions, args.shape, args.log_size, args.synthesis_workers
@@ -117,7 +117,7 @@ pub fn run(args: PipelineArgs) -> Result<()> {
         let backend = select_with(args.backend, 0, &options)?;
         let gpus = backend.devices().len().max(1);
         for &w in &args.prover_workers {
-            let mut r = run_once(&args, &backend, &key, &make_job, verify, w)?;
+            let mut r = run_once(&args, &backend, &key, &make_job, verify, w, template_bytes)?;
             r.gpus = gpus;
             r.busy_fraction /= gpus as f64;
             reports.push(r);
@@ -125,6 +125,11 @@ pub fn run(args: PipelineArgs) -> Result<()> {
         print_devices(backend.as_ref());
     }
     print_table(&reports);
+    let (_, peak) = zkforge_engine::process_memory();
+    println!(
+        "peak resident memory (VmHWM): {:.2} GiB",
+        peak as f64 / (1u64 << 30) as f64
+    );
     Ok(())
 }
 
@@ -141,7 +146,9 @@ fn print_devices(backend: &dyn ProverBackend) {
     }
 }
 
-fn prepare(args: &PipelineArgs) -> Result<(Arc<ProvingKey>, JobMaker, bool)> {
+/// The key, the job maker, whether proofs verify, and the bytes of the benchmark's own witness
+/// (which the engine's budget must also cover).
+fn prepare(args: &PipelineArgs) -> Result<(Arc<ProvingKey>, JobMaker, bool, u64)> {
     let partitions = args.partitions;
     Ok(match args.shape {
         Shape::Porep => {
@@ -154,9 +161,10 @@ fn prepare(args: &PipelineArgs) -> Result<(Arc<ProvingKey>, JobMaker, bool)> {
                 "witness and tiled key ready"
             );
             let stem = format!("porep-shaped-2^{}", args.log_size);
+            let bytes = w.heap_bytes() as u64;
             let make: JobMaker =
                 Box::new(move || Arc::new(ReplayJob::new(w.clone(), partitions, &stem)));
-            (key, make, false)
+            (key, make, false, bytes)
         }
         Shape::Synthetic => {
             let circuit = SyntheticCircuit::new(1 << args.log_size, 8, 0.9, 7);
@@ -168,7 +176,7 @@ fn prepare(args: &PipelineArgs) -> Result<(Arc<ProvingKey>, JobMaker, bool)> {
                     ProofKind::PoRep,
                 ))
             });
-            (key, make, true)
+            (key, make, true, 0)
         }
     })
 }
@@ -180,6 +188,7 @@ fn run_once(
     make_job: &JobMaker,
     verify: bool,
     workers: usize,
+    template_bytes: u64,
 ) -> Result<RunReport> {
     let config = EngineConfig {
         synthesis_workers: args.synthesis_workers,
@@ -190,6 +199,14 @@ fn run_once(
         ..Default::default()
     };
     let engine = Engine::start(config, backend.clone(), Box::new(OneKey(key.clone())))?;
+    // The replayed template lives beside the engine's partitions: its bytes come out of the
+    // same budget, so that key, template and partitions in flight together stay within it.
+    let _template = engine.budget().try_reserve(template_bytes).with_context(|| {
+        format!(
+            "the memory budget ({} bytes) cannot hold the benchmark's own witness ({template_bytes} bytes)",
+            engine.budget().total()
+        )
+    })?;
     // Warm-up job, not measured: the key is loaded and its bases uploaded, witness buffers
     // pinned and pooled.
     let warm_up = submit_and_wait(&engine, make_job, 1)?;
