@@ -82,3 +82,37 @@ fn parameters_for_another_circuit_are_refused_before_proving() {
         "{err}"
     );
 }
+
+/// A key left in its file: the layout is located exactly (every section's points decode to
+/// the decoded key's), and truncation or extra bytes are named errors.
+#[test]
+fn params_files_are_located_section_by_section() {
+    use zkforge_groth16::srs::Query;
+    use zkforge_groth16::ParamsFile;
+    let circuit = SyntheticCircuit::new(500, 3, 0.5, 4);
+    let bytes = params_bytes(&circuit);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("key.params");
+    std::fs::write(&path, &bytes).unwrap();
+    let pk = ProvingKey::read_file(&path, ReadOptions::default()).unwrap();
+    let file = ParamsFile::open(&path).unwrap();
+    assert_eq!(file.vk, pk.vk);
+    assert_eq!(file.lengths(), pk.lengths());
+    assert_eq!(file.g1_points(Query::H, 0, pk.h.len()).unwrap(), pk.h);
+    assert_eq!(file.g1_points(Query::L, 1, 5).unwrap(), pk.l[1..6]);
+    assert_eq!(file.g1_points(Query::A, 0, pk.a.len()).unwrap(), pk.a);
+    assert_eq!(file.g1_points(Query::BG1, 2, 3).unwrap(), pk.b_g1[2..5]);
+    assert_eq!(file.g2_points(0, pk.b_g2.len()).unwrap(), pk.b_g2);
+    assert!(file.g1_points(Query::L, pk.l.len() - 1, 2).is_err(), "past the end");
+
+    for cut in [100, bytes.len() / 3, bytes.len() - 1] {
+        std::fs::write(&path, &bytes[..cut]).unwrap();
+        let msg = ParamsFile::open(&path).unwrap_err().to_string();
+        assert!(msg.contains("truncated"), "cut {cut}: {msg}");
+    }
+    let mut extra = bytes.clone();
+    extra.push(0);
+    std::fs::write(&path, &extra).unwrap();
+    let msg = ParamsFile::open(&path).unwrap_err().to_string();
+    assert!(msg.contains("1 unexpected bytes"), "{msg}");
+}

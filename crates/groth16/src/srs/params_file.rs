@@ -77,7 +77,8 @@ impl ParamsFile {
                 .map_err(|_| bad(format!("truncated in {what}: no length at offset {at}")))?;
             Ok(u32::from_be_bytes(b))
         };
-        let fixed = 4 * G1Affine::BYTES as u64 + 2 * G2Affine::BYTES as u64;
+        // alpha_g1, beta_g1, beta_g2, gamma_g2, delta_g1, delta_g2.
+        let fixed = 3 * G1Affine::BYTES as u64 + 3 * G2Affine::BYTES as u64;
         let ic_len = read_u32(fixed, "vk.ic")? as u64;
         let vk_bytes = fixed + 4 + ic_len * G1Affine::BYTES as u64;
         if vk_bytes > bytes {
