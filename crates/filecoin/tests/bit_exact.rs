@@ -66,8 +66,8 @@ fn product_witnesses_equal_the_reference_for_all_four_kinds() {
     assert_bit_exact("PoRep", porep::porep_circuits(c1).unwrap().as_ref());
 
     for (name, p) in [
-        ("WinningPoSt", &m.winning_post),
-        ("WindowPoSt", &m.window_post),
+        ("WinningPoSt", m.winning_post().unwrap()),
+        ("WindowPoSt", m.window_post().unwrap()),
     ] {
         let req = PostRequest {
             registered_proof: p.registered_proof,
@@ -80,7 +80,7 @@ fn product_witnesses_equal_the_reference_for_all_four_kinds() {
         assert_bit_exact(name, post_circuits(req).unwrap().as_ref());
     }
 
-    let s = &m.snap;
+    let s = m.snap().unwrap();
     let req = SnapRequest {
         registered_proof: s.registered_proof,
         comm_r_old: unhex32(&s.comm_r_old).unwrap(),

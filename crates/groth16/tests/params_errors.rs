@@ -103,7 +103,10 @@ fn params_files_are_located_section_by_section() {
     assert_eq!(file.g1_points(Query::A, 0, pk.a.len()).unwrap(), pk.a);
     assert_eq!(file.g1_points(Query::BG1, 2, 3).unwrap(), pk.b_g1[2..5]);
     assert_eq!(file.g2_points(0, pk.b_g2.len()).unwrap(), pk.b_g2);
-    assert!(file.g1_points(Query::L, pk.l.len() - 1, 2).is_err(), "past the end");
+    assert!(
+        file.g1_points(Query::L, pk.l.len() - 1, 2).is_err(),
+        "past the end"
+    );
 
     for cut in [100, bytes.len() / 3, bytes.len() - 1] {
         std::fs::write(&path, &bytes[..cut]).unwrap();

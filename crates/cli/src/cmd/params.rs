@@ -7,7 +7,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use zkforge_filecoin::{params, registry, shape::parse_sector_size, ProofKind};
 use zkforge_groth16::generator::{CpuFixedBase, FixedBaseBackend};
 
-use crate::progress::KeyGenBar;
+use crate::progress::WorkBar;
 
 #[derive(Subcommand)]
 pub enum ParamsCommand {
@@ -92,7 +92,7 @@ pub fn run(cmd: ParamsCommand) -> Result<()> {
     let id = registry::params_id(kind, size)?;
     params::check_writable(&id, &dir, args.force)?;
     let backend = fixed_base(args.backend)?;
-    let bar = KeyGenBar::new(&format!("{}: recording the circuit", id.circuit_id()));
+    let bar = WorkBar::new(&format!("{}: recording the circuit", id.circuit_id()));
     let done = params::generate(kind, size, &dir, backend.as_ref(), args.seed, &bar)?;
     bar.finish();
     println!(
