@@ -50,6 +50,7 @@ prover_workers_per_device = 2
 prove_queue_depth = 2
 [gpu]
 params_residency = "vram"
+staging_pool = "64GiB"
 TOML
   "$zk" daemon --config "$work/daemon.toml" > "$out/daemon.log" 2>&1 &
   daemon=$!

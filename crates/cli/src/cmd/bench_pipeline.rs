@@ -98,6 +98,11 @@ pub fn run(args: PipelineArgs) -> Result<()> {
             .context("--staging-pool")?,
         ..Default::default()
     };
+    // The budget is fixed before the benchmark's own key and witness take memory, so that
+    // "auto" (MemAvailable − margin) covers them too; both are then reserved from it.
+    let budget = zkforge_engine::BudgetSetting::parse(&args.memory_budget)
+        .context("--memory-budget")?
+        .resolve(zkforge_engine::parse_bytes(&EngineConfig::default().memory_margin)?)?;
     let (key, make_job, verify, template_bytes) = prepare(&args)?;
     println!(
         "{} jobs × {} partitions, shape {:?} 2^{}, {} synthesis workers",
@@ -117,7 +122,7 @@ pub fn run(args: PipelineArgs) -> Result<()> {
         let backend = select_with(args.backend, 0, &options)?;
         let gpus = backend.devices().len().max(1);
         for &w in &args.prover_workers {
-            let mut r = run_once(&args, &backend, &key, &make_job, verify, w, template_bytes)?;
+            let mut r = run_once(&args, &backend, &key, &make_job, verify, w, (template_bytes, budget))?;
             r.gpus = gpus;
             r.busy_fraction /= gpus as f64;
             reports.push(r);
@@ -188,14 +193,14 @@ fn run_once(
     make_job: &JobMaker,
     verify: bool,
     workers: usize,
-    template_bytes: u64,
+    (template_bytes, budget): (u64, u64),
 ) -> Result<RunReport> {
     let config = EngineConfig {
         synthesis_workers: args.synthesis_workers,
         prover_workers_per_device: workers,
         prove_queue_depth: 2 * workers,
         verify_proofs: verify,
-        memory_budget: args.memory_budget.clone(),
+        memory_budget: budget.to_string(),
         ..Default::default()
     };
     let engine = Engine::start(config, backend.clone(), Box::new(OneKey(key.clone())))?;
