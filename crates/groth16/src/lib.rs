@@ -29,4 +29,7 @@ pub use prover::{
     CpuBackend, DeviceInfo, Phase, ProofRandomness, ProveReport, ProverBackend, QuerySums,
 };
 pub use srs::{ProvingKey, ReadOptions, VerifyingKey};
-pub use synthesis::{synthesize, Density, HostPinner, ScalarPool, Witness, WitnessBuilder};
+pub use synthesis::{
+    synthesize, Assignment, AssignmentWriter, Density, HostPinner, ScalarPool, Witness,
+    WitnessBuilder,
+};
