@@ -30,6 +30,6 @@ pub use prover::{
 };
 pub use srs::{ProvingKey, ReadOptions, VerifyingKey};
 pub use synthesis::{
-    synthesize, Assignment, AssignmentWriter, Density, HostPinner, ScalarPool, Witness,
+    synthesize, Assignment, AssignmentWriter, Density, HostPinner, Region, ScalarPool, Witness,
     WitnessBuilder,
 };
