@@ -1,18 +1,14 @@
 //! The allocation order of storage-proofs-porep 19.1's `StackedCircuit::synthesize` (the
-//! prefix shared by all challenges) and `Proof::synthesize` (one challenge), with SHA-256 and
-//! bit decompositions written natively and Poseidon through the gadgets.
+//! prefix shared by all challenges) and `Proof::synthesize` (one challenge).
 
 use anyhow::{ensure, Result};
-use bellpepper_core::num::AllocatedNum;
 use blstrs::Scalar;
 use filecoin_hashers::{HashFunction, Hasher};
-use storage_proofs_core::gadgets::encode::encode;
 use storage_proofs_core::merkle::MerkleTreeTrait;
 use zkforge_groth16::AssignmentWriter;
 
-use super::gadgets::{
-    alloc, challenge_number, column_hash, comm_d_inclusion, push_bits_le, tree_inclusion,
-};
+use super::gadgets::{alloc, challenge_number, comm_d_inclusion, push_bits_le};
+use super::poseidon::{column_hash, tree_inclusion};
 use super::sha256::{digest_to_scalar, scalar_words, sha256, Word};
 use super::vanilla::ChallengeInputs;
 
@@ -21,7 +17,7 @@ use super::vanilla::ChallengeInputs;
 pub const DRG_PARENTS: usize = 6;
 pub const EXP_PARENTS: usize = 8;
 
-/// The partition's public values, as `StackedCompound::circuit` passes them.
+/// The partition's public and commitment values, as `StackedCompound::circuit` passes them.
 #[derive(Clone, Copy, Debug)]
 pub struct PartitionValues {
     pub replica_id: Scalar,
@@ -31,17 +27,17 @@ pub struct PartitionValues {
     pub comm_c: Scalar,
 }
 
-/// What every challenge reads from the prefix.
+/// What every challenge reads from the prefix: `replica_id`'s bits as the label hash reads
+/// them. (The roots comm_d, comm_r_last and comm_c are already allocated; the challenges'
+/// inclusion gadgets only constrain them.)
 #[derive(Clone)]
 pub struct Shared {
-    /// `replica_id`'s bits as the label hash reads them.
     replica_id: [Word; 8],
-    comm_r_last: AllocatedNum<Scalar>,
-    comm_c: AllocatedNum<Scalar>,
 }
 
 /// `StackedCircuit::synthesize` up to the challenges: replica_id (input, 255 bits), comm_d and
-/// comm_r (inputs), comm_r_last, comm_c, and the Poseidon hash of the last two.
+/// comm_r (inputs), comm_r_last, comm_c, and the Poseidon hash of the last two (the one hash
+/// left to the gadget: it runs once per partition).
 pub fn prefix<Tree: MerkleTreeTrait>(
     w: &mut AssignmentWriter<'_>,
     v: &PartitionValues,
@@ -58,24 +54,7 @@ pub fn prefix<Tree: MerkleTreeTrait>(
     <Tree::Hasher as Hasher>::Function::hash2_circuit(&mut *w, &comm_c, &comm_r_last)?;
     Ok(Shared {
         replica_id: scalar_words(&v.replica_id),
-        comm_r_last,
-        comm_c,
     })
-}
-
-/// A column opening's rows, allocated, their hash, and its inclusion in tree C.
-fn column_opening<Tree: MerkleTreeTrait>(
-    w: &mut AssignmentWriter<'_>,
-    rows: &[Scalar],
-    path: &super::vanilla::PathOptions,
-    comm_c: &AllocatedNum<Scalar>,
-) -> Result<()> {
-    let column = rows
-        .iter()
-        .map(|&r| alloc(w, r))
-        .collect::<Result<Vec<_>, _>>()?;
-    let hash = column_hash(w, &column)?;
-    tree_inclusion::<Tree>(w, path, &hash, comm_c)
 }
 
 /// `Proof::synthesize` for one challenge.
@@ -91,14 +70,17 @@ pub fn challenge<Tree: MerkleTreeTrait>(
     let layers = c.drg_parents[0].rows.len();
     ensure!(layers >= 1, "columns have no rows");
 
-    // The initial data layer.
-    let data_leaf = alloc(w, c.data_leaf)?;
-    // Tree D's root (comm_d) only appears in the gadget's final equality constraint.
+    // The initial data layer: the leaf and its path in tree D.
+    w.push(c.data_leaf)?;
     comm_d_inclusion(w, &c.comm_d_path, c.data_leaf)?;
 
-    // Replica column openings.
+    // Replica column openings: each column, its hash, its path in tree C.
     for p in c.drg_parents.iter().chain(&c.exp_parents) {
-        column_opening::<Tree>(w, &p.rows, &p.path, &shared.comm_c)?;
+        for &row in &p.rows {
+            w.push(row)?;
+        }
+        let hash = column_hash(w, &p.rows)?;
+        tree_inclusion::<Tree>(w, &p.path, hash)?;
     }
 
     // Labeling.
@@ -141,15 +123,16 @@ pub fn challenge<Tree: MerkleTreeTrait>(
             message.extend_from_slice(p);
         }
         let label = digest_to_scalar(&sha256(w, &message)?);
-        labels.push(alloc(w, label)?);
+        w.push(label)?;
+        labels.push(label);
     }
 
-    // Encoding: the last label plus the data, included in tree R.
-    let key = labels.last().expect("layers >= 1");
-    let encoded = encode(&mut *w, key, &data_leaf)?;
-    tree_inclusion::<Tree>(w, &c.comm_r_last_path, &encoded, &shared.comm_r_last)?;
+    // Encoding (`encode`: one sum allocated): the last label plus the data, in tree R.
+    let encoded = labels[layers - 1] + c.data_leaf;
+    w.push(encoded)?;
+    tree_inclusion::<Tree>(w, &c.comm_r_last_path, encoded)?;
 
-    // The column of labels, included in tree C.
+    // The column of labels, in tree C.
     let column = column_hash(w, &labels)?;
-    tree_inclusion::<Tree>(w, &c.comm_c_path, &column, &shared.comm_c)
+    tree_inclusion::<Tree>(w, &c.comm_c_path, column)
 }

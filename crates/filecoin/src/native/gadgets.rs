@@ -1,18 +1,14 @@
-//! The PoRep circuit's smaller pieces: bit decompositions and the comm_d inclusion path
-//! computed natively (they are SHA-256 and bits), the Poseidon column hashes and tree paths
-//! through the real gadgets (a few percent of the variables; they run in the witness-only
-//! constraint system, where `enforce` costs nothing).
+//! The PoRep circuit's smaller pieces, natively: bit decompositions (`to_bits_le`,
+//! `UInt64::alloc`), packed public inputs, and the inclusion path in the binary SHA-256 tree D;
+//! plus the path-shape checks that keep malformed paths from reaching a gadget's asserts.
 
-use anyhow::{ensure, Context, Result};
+use anyhow::{ensure, Result};
 use bellpepper_core::num::AllocatedNum;
 use blstrs::Scalar;
 use ff::Field;
-use filecoin_hashers::{PoseidonArity, POSEIDON_CONSTANTS_11, POSEIDON_CONSTANTS_2};
-use neptune::circuit::poseidon_hash;
-use storage_proofs_core::gadgets::por::{AuthPath, PoRCircuit};
-use storage_proofs_core::gadgets::variables::Root;
+use filecoin_hashers::PoseidonArity;
 use storage_proofs_core::merkle::{base_path_length, MerkleTreeTrait};
-use typenum::{Unsigned, U11, U2};
+use typenum::Unsigned;
 use zkforge_groth16::AssignmentWriter;
 
 use super::sha256::{digest_to_scalar, scalar_words, sha256};
@@ -36,7 +32,7 @@ pub fn push_bits_le(w: &mut AssignmentWriter<'_>, value: &Scalar) -> Res<()> {
 }
 
 /// `multipack::pack_into_inputs` of at most 254 bits: one public input.
-fn push_packed_input(w: &mut AssignmentWriter<'_>, bits: &[bool]) -> Res<()> {
+pub fn push_packed_input(w: &mut AssignmentWriter<'_>, bits: &[bool]) -> Res<()> {
     debug_assert!(bits.len() <= 254);
     let mut value = Scalar::from(0u64);
     let mut coeff = Scalar::from(1u64);
@@ -94,18 +90,6 @@ pub fn challenge_number(w: &mut AssignmentWriter<'_>, challenge: u64) -> Res<()>
     w.push_input(Scalar::from(challenge))
 }
 
-/// `hash_single_column`: Poseidon over a column of 2 or 11 rows.
-pub fn column_hash(
-    w: &mut AssignmentWriter<'_>,
-    column: &[AllocatedNum<Scalar>],
-) -> Result<AllocatedNum<Scalar>> {
-    Ok(match column.len() {
-        2 => poseidon_hash::<_, Scalar, U2>(w, column.to_vec(), &POSEIDON_CONSTANTS_2)?,
-        11 => poseidon_hash::<_, Scalar, U11>(w, column.to_vec(), &POSEIDON_CONSTANTS_11)?,
-        n => anyhow::bail!("columns of {n} rows have no column hash (2 or 11 layers)"),
-    })
-}
-
 fn check_segment<A: PoseidonArity>(
     path: &[(Vec<Option<Scalar>>, Option<usize>)],
     what: &str,
@@ -142,24 +126,4 @@ pub fn check_tree_path<Tree: MerkleTreeTrait>(
     check_segment::<Tree::Arity>(&path[..base], what)?;
     check_segment::<Tree::SubTreeArity>(&path[base..base + sub], what)?;
     check_segment::<Tree::TopTreeArity>(&path[base + sub..], what)
-}
-
-/// The PoR gadget for a Poseidon tree (`enforce_inclusion` in the PoRep circuit): private
-/// root, leaf and root already allocated; one public input for the path's index bits.
-pub fn tree_inclusion<Tree: MerkleTreeTrait>(
-    w: &mut AssignmentWriter<'_>,
-    path: &PathOptions,
-    leaf: &AllocatedNum<Scalar>,
-    root: &AllocatedNum<Scalar>,
-) -> Result<()> {
-    let auth: AuthPath<Tree::Hasher, Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity> =
-        path.clone().into();
-    PoRCircuit::<Tree>::synthesize(
-        &mut *w,
-        Root::Var(leaf.clone()),
-        auth,
-        Root::Var(root.clone()),
-        true,
-    )
-    .context("Poseidon tree inclusion")
 }

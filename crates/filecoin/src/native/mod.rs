@@ -17,6 +17,7 @@
 
 mod challenge;
 mod gadgets;
+mod poseidon;
 pub mod sha256;
 mod vanilla;
 

@@ -252,6 +252,9 @@ pub struct AssignmentWriter<'a> {
 
 const ZERO: Scalar = Scalar::ZERO;
 const ONE: Scalar = Scalar::ONE;
+/// 0 and 1 by index: a table load compiles to two plain 16-byte moves per value, where a
+/// `match`/`if` on the bit went through the stack.
+static BITS: [Scalar; 2] = [ZERO, ONE];
 
 impl<'a> AssignmentWriter<'a> {
     fn new(inputs: Sink<'a>, aux: Sink<'a>) -> Self {
@@ -300,7 +303,7 @@ impl<'a> AssignmentWriter<'a> {
     /// Appends one aux bit (0 or 1).
     #[inline]
     pub fn push_bit(&mut self, bit: bool) -> Result<(), SynthesisError> {
-        self.push(if bit { ONE } else { ZERO })
+        self.push(BITS[usize::from(bit)])
     }
 
     /// Appends, lowest first, the bits of `bits` at the positions set in `mask`, as 0/1 values.
@@ -314,13 +317,12 @@ impl<'a> AssignmentWriter<'a> {
         if mask & mask.wrapping_add(1) == 0 {
             // A run of low bits, the common case: no mask walking.
             for (i, d) in dst.iter_mut().enumerate() {
-                d.write(if (bits >> i) & 1 == 1 { ONE } else { ZERO });
+                d.write(BITS[((bits >> i) & 1) as usize]);
             }
         } else {
             let mut m = mask;
             for d in dst.iter_mut() {
-                let i = m.trailing_zeros();
-                d.write(if (bits >> i) & 1 == 1 { ONE } else { ZERO });
+                d.write(BITS[((bits >> m.trailing_zeros()) & 1) as usize]);
                 m &= m - 1;
             }
         }
@@ -336,8 +338,8 @@ impl<'a> AssignmentWriter<'a> {
         }
         let dst = &mut self.aux.buf[self.aux.len..self.aux.len + 64];
         for (i, pair) in dst.chunks_exact_mut(2).enumerate() {
-            pair[0].write(if (a >> i) & 1 == 1 { ONE } else { ZERO });
-            pair[1].write(if (b >> i) & 1 == 1 { ONE } else { ZERO });
+            pair[0].write(BITS[((a >> i) & 1) as usize]);
+            pair[1].write(BITS[((b >> i) & 1) as usize]);
         }
         self.aux.len += 64;
         Ok(())
