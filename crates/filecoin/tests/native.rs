@@ -4,6 +4,7 @@
 mod common;
 
 use blstrs::Scalar;
+use ff::Field;
 use filecoin_proofs::{parameters::public_params, SectorShape2KiB};
 use filecoin_proofs_api::seal::SealCommitPhase1Output;
 use zkforge_filecoin::native::{self, CircuitShape, PartitionValues};
@@ -106,5 +107,104 @@ fn bad_partitions_and_vanilla_proofs_are_named_errors() {
             msg.contains("challenge 1") && msg.contains(expected),
             "{edit}: {msg}"
         );
+    }
+}
+
+/// The registered sectors this suite can seal (2 KiB) have 2 layers; a real 32 GiB circuit
+/// has 11 (column hashes over 11 rows, expander parents in 10 layers). A 64-node sector
+/// replicated with 11 layers, two partitions, checks those against the reference too.
+#[test]
+fn eleven_layer_circuits_equal_the_reference() {
+    use filecoin_hashers::{poseidon::PoseidonHasher, sha256::Sha256Hasher};
+    use storage_proofs_core::api_version::ApiVersion;
+    use storage_proofs_core::compound_proof::CompoundProof;
+    use storage_proofs_core::drgraph::BASE_DEGREE;
+    use storage_proofs_core::merkle::DiskTree;
+    use storage_proofs_core::proof::ProofScheme;
+    use storage_proofs_core::test_helper::setup_replica;
+    use storage_proofs_porep::stacked::{
+        Challenges, PrivateInputs, PublicInputs, SetupParams, StackedCompound, StackedDrg,
+        TemporaryAuxCache, EXP_DEGREE,
+    };
+    use typenum::{U0, U8};
+    use zkforge_filecoin::{ParamsId, ProofKind};
+
+    type Tree = DiskTree<PoseidonHasher, U8, U0, U0>;
+    let nodes = 64;
+    let dir = tempfile::tempdir().unwrap();
+    let data: Vec<u8> = (0..nodes as u64)
+        .flat_map(|i| {
+            (Scalar::from(i + 7) * Scalar::from(0x9e37_79b9u64).pow_vartime([i])).to_bytes_le()
+        })
+        .collect();
+    let replica_path = dir.path().join("replica");
+    let mut replica = setup_replica(&data, &replica_path);
+    let pp = StackedDrg::<Tree, Sha256Hasher>::setup(&SetupParams {
+        nodes,
+        degree: BASE_DEGREE,
+        expansion_degree: EXP_DEGREE,
+        porep_id: [7; 32],
+        challenges: Challenges::new_interactive(1),
+        num_layers: 11,
+        api_version: ApiVersion::V1_1_0,
+        api_features: vec![],
+    })
+    .unwrap();
+    let replica_id = Scalar::from(0x1234_5678u64).square();
+    let (labels, _) =
+        StackedDrg::<Tree, Sha256Hasher>::replicate_phase1(&pp, &replica_id.into(), dir.path())
+            .unwrap();
+    let (tau, (p_aux, t_aux)) = StackedDrg::<Tree, Sha256Hasher>::replicate_phase2(
+        &pp,
+        labels,
+        replica.as_mut().into(),
+        None,
+        dir.path().to_path_buf(),
+        replica_path.clone(),
+    )
+    .unwrap();
+    drop(replica);
+    let public = PublicInputs {
+        replica_id: replica_id.into(),
+        seed: Some([9; 32]),
+        tau: Some(tau.clone()),
+        k: None,
+    };
+    let private = PrivateInputs::<Tree, Sha256Hasher> {
+        p_aux,
+        t_aux: TemporaryAuxCache::new(&t_aux, replica_path, false).unwrap(),
+    };
+    let proofs =
+        StackedDrg::<Tree, Sha256Hasher>::prove_all_partitions(&pp, &public, &private, 2).unwrap();
+    assert!(
+        StackedDrg::<Tree, Sha256Hasher>::verify_all_partitions(&pp, &public, &proofs).unwrap()
+    );
+
+    let id = ParamsId {
+        kind: ProofKind::PoRep,
+        sector_size: 0,
+        stem: "test-64-nodes-11-layers".into(),
+    };
+    let shape = CircuitShape::of(&pp).unwrap();
+    for (k, partition) in proofs.iter().enumerate() {
+        let circuit = <StackedCompound<Tree, Sha256Hasher> as CompoundProof<_, _>>::circuit(
+            &public,
+            (),
+            partition,
+            &pp,
+            Some(k),
+        )
+        .unwrap();
+        let reference = zkforge_groth16::synthesize(circuit).unwrap();
+        let values = PartitionValues {
+            replica_id,
+            comm_d: tau.comm_d.into(),
+            comm_r: tau.comm_r.into(),
+            comm_r_last: partition[0].comm_r_last().into(),
+            comm_c: partition[0].comm_c().into(),
+        };
+        let ours = native::assignment(&id, shape, &values, partition, 2, None).unwrap();
+        assert_same("inputs", &ours.inputs, &reference.inputs);
+        assert_same("aux", &ours.aux, &reference.aux);
     }
 }
