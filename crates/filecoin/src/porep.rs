@@ -21,7 +21,7 @@ use zkforge_groth16::generator::GenProgress;
 use zkforge_groth16::synthesis::pool;
 use zkforge_groth16::{Assignment, ProvingKey, ScalarPool, Witness};
 
-use crate::native::{self, CircuitShape, PartitionValues, PoRepLayout};
+use crate::native::{self, ChallengeSource, CircuitShape, PartitionValues, PoRepLayout};
 use crate::params::{params_id, random_keys};
 use crate::shape::with_tree;
 use crate::{ParamsId, PartitionedCircuit, ProofKind};
@@ -99,7 +99,9 @@ pub fn porep_params_id(proof: RegisteredSealProof) -> Result<ParamsId> {
     with_tree!(size, params_id_for_tree, &proof.as_v1_config())
 }
 
-fn params_id_for_tree<Tree: 'static + MerkleTreeTrait>(config: &PoRepConfig) -> Result<ParamsId> {
+pub(crate) fn params_id_for_tree<Tree: 'static + MerkleTreeTrait>(
+    config: &PoRepConfig,
+) -> Result<ParamsId> {
     let id = config.get_cache_identifier::<Tree>()?;
     Ok(params_id(
         ProofKind::PoRep,
@@ -275,15 +277,10 @@ impl<Tree: 'static + MerkleTreeTrait> PoRepCircuits<Tree> {
         pool: Option<std::sync::Arc<ScalarPool>>,
     ) -> Result<Assignment> {
         let values = self.partition_values(k)?;
-        native::assignment(
-            &self.params_id,
-            CircuitShape::of(&self.public_params)?,
-            &values,
-            self.proofs(k)?,
-            threads,
-            pool,
-        )
-        .with_context(|| format!("native assignment of partition {k}"))
+        let shape = CircuitShape::of(&self.public_params)?;
+        let challenges = ChallengeSource::vanilla(self.proofs(k)?, shape);
+        native::assignment::<Tree>(&self.params_id, &values, &challenges, threads, pool)
+            .with_context(|| format!("native assignment of partition {k}"))
     }
 }
 
@@ -297,12 +294,9 @@ impl<Tree: 'static + MerkleTreeTrait> NativePoRep for PoRepCircuits<Tree> {
     }
 
     fn layout(&self, k: usize) -> Result<PoRepLayout> {
-        native::layout(
-            &self.params_id,
-            CircuitShape::of(&self.public_params)?,
-            &self.partition_values(k)?,
-            self.proofs(k)?,
-        )
+        let shape = CircuitShape::of(&self.public_params)?;
+        let challenges = ChallengeSource::vanilla(self.proofs(k)?, shape);
+        native::layout::<Tree>(&self.params_id, &self.partition_values(k)?, &challenges)
     }
 }
 

@@ -5,9 +5,11 @@ mod common;
 
 use blstrs::Scalar;
 use ff::Field;
+use filecoin_hashers::sha256::Sha256Hasher;
 use filecoin_proofs::{parameters::public_params, SectorShape2KiB};
 use filecoin_proofs_api::seal::SealCommitPhase1Output;
-use zkforge_filecoin::native::{self, CircuitShape, PartitionValues};
+use storage_proofs_porep::stacked::Proof;
+use zkforge_filecoin::native::{self, ChallengeSource, CircuitShape, PartitionValues};
 use zkforge_filecoin::{porep, PartitionedCircuit};
 
 fn c1(seed: u64) -> (tempfile::TempDir, Vec<u8>) {
@@ -93,15 +95,21 @@ fn bad_partitions_and_vanilla_proofs_are_named_errors() {
                 .unwrap();
             path.pop();
         }
-        let proofs: Vec<Vec<_>> =
+        let proofs: Vec<Vec<Proof<SectorShape2KiB, Sha256Hasher>>> =
             serde_json::from_value::<filecoin_proofs_api::seal::VanillaSealProof>(v)
                 .unwrap()
                 .try_into()
                 .unwrap();
         let msg = format!(
             "{:#}",
-            native::assignment::<SectorShape2KiB, _>(&id, shape, &values, &proofs[0], 2, None)
-                .unwrap_err()
+            native::assignment::<SectorShape2KiB>(
+                &id,
+                &values,
+                &ChallengeSource::vanilla(&proofs[0], shape),
+                2,
+                None
+            )
+            .unwrap_err()
         );
         assert!(
             msg.contains("challenge 1") && msg.contains(expected),
@@ -115,7 +123,7 @@ fn bad_partitions_and_vanilla_proofs_are_named_errors() {
 /// replicated with 11 layers, two partitions, checks those against the reference too.
 #[test]
 fn eleven_layer_circuits_equal_the_reference() {
-    use filecoin_hashers::{poseidon::PoseidonHasher, sha256::Sha256Hasher};
+    use filecoin_hashers::poseidon::PoseidonHasher;
     use storage_proofs_core::api_version::ApiVersion;
     use storage_proofs_core::compound_proof::CompoundProof;
     use storage_proofs_core::drgraph::BASE_DEGREE;
@@ -203,7 +211,8 @@ fn eleven_layer_circuits_equal_the_reference() {
             comm_r_last: partition[0].comm_r_last().into(),
             comm_c: partition[0].comm_c().into(),
         };
-        let ours = native::assignment(&id, shape, &values, partition, 2, None).unwrap();
+        let challenges = ChallengeSource::vanilla(partition, shape);
+        let ours = native::assignment::<Tree>(&id, &values, &challenges, 2, None).unwrap();
         assert_same("inputs", &ours.inputs, &reference.inputs);
         assert_same("aux", &ours.aux, &reference.aux);
     }

@@ -5,23 +5,34 @@
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use anyhow::{bail, ensure, Context, Result};
 use blstrs::Scalar;
 use clap::Args;
+use filecoin_proofs_api::RegisteredSealProof;
 use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
-use zkforge_filecoin::porep;
-use zkforge_groth16::{synthesis::pool, ScalarPool};
+use zkforge_filecoin::native::{self, PoRepLayout, SyntheticPoRep};
+use zkforge_filecoin::porep::{self, NativePoRep};
+use zkforge_filecoin::{fixtures, shape::parse_sector_size};
+use zkforge_groth16::{synthesis::pool, Assignment, ScalarPool};
 
 #[derive(Args)]
 pub struct SynthesisArgs {
     /// The C1 output (Curio's wrapper or the raw JSON).
+    #[arg(
+        long,
+        required_unless_present = "synthetic",
+        conflicts_with = "synthetic"
+    )]
+    c1: Option<PathBuf>,
+    /// Instead of a C1: a made-up partition with the real circuit shape of this sector size
+    /// (e.g. 32GiB), native path only (nothing can check its values).
     #[arg(long)]
-    c1: PathBuf,
-    /// Partitions to synthesize (the first N); all of them by default.
+    synthetic: Option<String>,
+    /// Partitions to synthesize (the first N; with --synthetic, N runs); all by default.
     #[arg(long)]
     partitions: Option<usize>,
     /// Threads per native partition (challenges in parallel); the number of CPUs by default.
@@ -61,6 +72,18 @@ fn peak_rss() -> Option<u64> {
     Some(kb * 1024)
 }
 
+/// CPU seconds (user + system) this process has used so far, all threads: on a shared
+/// machine a steadier measure of the work than wall time.
+fn cpu_seconds() -> f64 {
+    // SAFETY: getrusage only writes the struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return f64::NAN;
+    }
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    secs(usage.ru_utime) + secs(usage.ru_stime)
+}
+
 /// Starts a new peak-memory window (writing 5 to `clear_refs` resets `VmHWM`).
 fn reset_peak_rss() {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
@@ -79,6 +102,7 @@ struct Row {
     threads: String,
     per_partition: Vec<f64>,
     wall: f64,
+    cpu: f64,
     buffer_bytes: u64,
     peak_rss: Option<u64>,
 }
@@ -128,13 +152,57 @@ fn timed_parallel(
     Ok(times.into_inner().unwrap())
 }
 
+/// What is synthesized: a real C1 output's partitions, or a made-up partition.
+enum Source {
+    C1(Box<dyn NativePoRep>),
+    Synthetic(Box<dyn SyntheticPoRep>),
+}
+
+impl Source {
+    fn open(args: &SynthesisArgs) -> Result<(Self, RegisteredSealProof)> {
+        if let Some(size) = &args.synthetic {
+            let proof = fixtures::seal_proof_for(parse_sector_size(size)?)?;
+            return Ok((Self::Synthetic(native::synthetic_porep(proof, 1)?), proof));
+        }
+        let path = args
+            .c1
+            .as_ref()
+            .context("--c1 or --synthetic is required")?;
+        let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+        let c1 = porep::parse_c1(&bytes)?;
+        let proof = c1.registered_proof;
+        Ok((Self::C1(porep::porep_native(c1)?), proof))
+    }
+
+    fn partitions(&self, asked: Option<usize>) -> usize {
+        match self {
+            Self::C1(c) => c.circuits().partitions(),
+            Self::Synthetic(_) => asked.unwrap_or(1),
+        }
+    }
+
+    fn layout(&self) -> Result<PoRepLayout> {
+        match self {
+            Self::C1(c) => c.layout(0),
+            Self::Synthetic(s) => s.layout(),
+        }
+    }
+
+    fn assignment(&self, k: usize, threads: usize, pool: &Arc<ScalarPool>) -> Result<Assignment> {
+        match self {
+            Self::C1(c) => pool::with_pool(Some(pool.clone()), || c.assignment(k, threads)),
+            Self::Synthetic(s) => s.assignment(threads, Some(pool.clone())),
+        }
+    }
+}
+
 pub fn run(args: SynthesisArgs) -> Result<()> {
-    let bytes =
-        std::fs::read(&args.c1).with_context(|| format!("reading {}", args.c1.display()))?;
-    let c1 = porep::parse_c1(&bytes)?;
-    let proof = c1.registered_proof;
-    let native = porep::porep_native(c1)?;
-    let total = native.circuits().partitions();
+    let (source, proof) = Source::open(&args)?;
+    ensure!(
+        !(args.reference && args.synthetic.is_some()),
+        "--reference needs a C1 output: a synthetic partition has no reference to compare with"
+    );
+    let total = source.partitions(args.partitions);
     let n = args.partitions.unwrap_or(total);
     ensure!(
         (1..=total).contains(&n),
@@ -151,7 +219,7 @@ pub fn run(args: SynthesisArgs) -> Result<()> {
     // The layout is learned once per parameter set (one challenge counted): not part of the
     // per-partition time, as in a long-running daemon.
     let t = Instant::now();
-    let layout = native.layout(0)?;
+    let layout = source.layout()?;
     let layout_s = t.elapsed().as_secs_f64();
     let size = layout.total();
     let bytes_per = (size.aux + size.inputs) as u64 * 32;
@@ -162,11 +230,10 @@ pub fn run(args: SynthesisArgs) -> Result<()> {
     );
 
     let mut rows = Vec::new();
-    let native_digests = Mutex::new(vec![Vec::new(); n]);
     // Buffers reused across partitions, as the engine's pool does; one untimed partition
     // first, so the timed ones write into memory that is already mapped (steady state).
     let scalar_pool = ScalarPool::new(None, args.in_flight * bytes_per as usize);
-    let assign = |k| pool::with_pool(Some(scalar_pool.clone()), || native.assignment(k, threads));
+    let assign = |k| source.assignment(k, threads, &scalar_pool);
     let t = Instant::now();
     drop(assign(0)?);
     println!(
@@ -175,15 +242,8 @@ pub fn run(args: SynthesisArgs) -> Result<()> {
     );
     let b = bar(n, &format!("native, {threads} threads"));
     reset_peak_rss();
-    let t = Instant::now();
-    let per_partition = timed_parallel(n, args.in_flight, &b, |k| {
-        let a = assign(k)?;
-        if args.reference {
-            let d = digests(&a.inputs, &a.aux);
-            native_digests.lock().unwrap()[k] = d;
-        }
-        Ok(())
-    })?;
+    let (t, cpu) = (Instant::now(), cpu_seconds());
+    let per_partition = timed_parallel(n, args.in_flight, &b, |k| assign(k).map(drop))?;
     b.finish_and_clear();
     let wall = t.elapsed().as_secs_f64();
     rows.push(Row {
@@ -192,21 +252,29 @@ pub fn run(args: SynthesisArgs) -> Result<()> {
         threads: format!("{threads} × {}", args.in_flight),
         per_partition,
         wall,
+        cpu: cpu_seconds() - cpu,
         buffer_bytes: bytes_per,
         peak_rss: peak_rss(),
     });
+    // Digests for the comparison, from another (untimed) native pass.
+    let mut native_digests = Vec::new();
+    if args.reference {
+        for k in 0..n {
+            let a = assign(k)?;
+            native_digests.push(digests(&a.inputs, &a.aux));
+        }
+    }
     drop(scalar_pool);
-    let native_digests = native_digests.into_inner().unwrap();
 
     let mismatch = Mutex::new(None);
-    if args.reference {
+    if let (true, Source::C1(native)) = (args.reference, &source) {
         // The reference holds a, b, c, aux and densities, plus what the gadgets build.
         let per = (4 * size.aux as u64 + size.inputs as u64) * 32;
         let fit = available_memory().map_or(1, |m| (m * 8 / 10 / per.max(1)) as usize);
         let parallel = fit.clamp(1, n.min(threads.max(1)));
         let b = bar(n, &format!("reference, {parallel} at once"));
         reset_peak_rss();
-        let t = Instant::now();
+        let (t, cpu) = (Instant::now(), cpu_seconds());
         let per_partition = timed_parallel(n, parallel, &b, |k| {
             let w = native.circuits().synthesize(k)?;
             let d = digests(&w.inputs, &w.aux);
@@ -225,18 +293,20 @@ pub fn run(args: SynthesisArgs) -> Result<()> {
             threads: format!("1 × {parallel}"),
             per_partition,
             wall,
+            cpu: cpu_seconds() - cpu,
             buffer_bytes: per,
             peak_rss: peak_rss(),
         });
     }
 
     println!(
-        "{:<10} {:>10} {:>9} {:>13} {:>13} {:>14} {:>16} {:>13}",
+        "{:<10} {:>10} {:>9} {:>13} {:>13} {:>13} {:>14} {:>16} {:>13}",
         "path",
         "partitions",
         "threads",
         "s/partition",
         "(min..max)",
+        "CPU s/part.",
         "partitions/s",
         "buffers GB/part",
         "peak RSS GB"
@@ -246,12 +316,13 @@ pub fn run(args: SynthesisArgs) -> Result<()> {
         let min = r.per_partition.iter().copied().fold(f64::MAX, f64::min);
         let max = r.per_partition.iter().copied().fold(0.0, f64::max);
         println!(
-            "{:<10} {:>10} {:>9} {:>13.3} {:>13} {:>14.3} {:>16.2} {:>13}",
+            "{:<10} {:>10} {:>9} {:>13.3} {:>13} {:>13.3} {:>14.3} {:>16.2} {:>13}",
             r.path,
             r.partitions,
             r.threads,
             mean,
             format!("{min:.2}..{max:.2}"),
+            r.cpu / r.partitions as f64,
             r.partitions as f64 / r.wall,
             r.buffer_bytes as f64 / 1e9,
             r.peak_rss

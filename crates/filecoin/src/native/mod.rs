@@ -19,12 +19,16 @@ mod challenge;
 mod gadgets;
 mod poseidon;
 pub mod sha256;
+mod synthetic;
 mod vanilla;
 
+pub use synthetic::{synthetic_porep, SyntheticPoRep};
+
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use anyhow::{ensure, Context, Result};
+use anyhow::{ensure, Result};
 use blstrs::Scalar;
 use ff::Field;
 use filecoin_hashers::Hasher;
@@ -35,7 +39,7 @@ use zkforge_groth16::{Assignment, AssignmentWriter, Region, ScalarPool};
 
 pub use challenge::PartitionValues;
 use challenge::{Shared, DRG_PARENTS, EXP_PARENTS};
-use vanilla::ChallengeInputs;
+pub use vanilla::{ChallengeInputs, Opening, PathOptions};
 
 use crate::ParamsId;
 
@@ -121,16 +125,43 @@ fn write_prefix<Tree: MerkleTreeTrait>(
     challenge::prefix::<Tree>(w, values).map_err(|e| synthesis_error("the prefix".into(), e))
 }
 
-fn write_challenge<Tree: MerkleTreeTrait, G: Hasher>(
-    w: &mut AssignmentWriter<'_>,
-    i: usize,
-    proof: &stacked::Proof<Tree, G>,
-    shape: CircuitShape,
-    shared: &Shared,
-) -> zkforge_groth16::Result<()> {
-    read_challenge(proof, shape)
-        .and_then(|c| challenge::challenge::<Tree>(w, &c, shared))
-        .map_err(|e| synthesis_error(format!("challenge {i}"), e))
+/// A partition's challenges: how many there are, and challenge `i`'s inputs on demand (read
+/// by the thread that writes it).
+pub struct ChallengeSource<'a> {
+    count: usize,
+    read: Box<dyn Fn(usize) -> Result<Cow<'a, ChallengeInputs>> + Sync + 'a>,
+}
+
+impl<'a> ChallengeSource<'a> {
+    /// From vanilla proofs, each read and checked against `shape` when it is written.
+    pub fn vanilla<Tree: MerkleTreeTrait, G: Hasher>(
+        proofs: &'a [stacked::Proof<Tree, G>],
+        shape: CircuitShape,
+    ) -> Self {
+        Self {
+            count: proofs.len(),
+            read: Box::new(move |i| Ok(Cow::Owned(read_challenge(&proofs[i], shape)?))),
+        }
+    }
+
+    /// From inputs at hand.
+    pub fn inputs(inputs: &'a [ChallengeInputs]) -> Self {
+        Self {
+            count: inputs.len(),
+            read: Box::new(move |i| Ok(Cow::Borrowed(&inputs[i]))),
+        }
+    }
+
+    fn write<Tree: MerkleTreeTrait>(
+        &self,
+        w: &mut AssignmentWriter<'_>,
+        i: usize,
+        shared: &Shared,
+    ) -> zkforge_groth16::Result<()> {
+        (self.read)(i)
+            .and_then(|c| challenge::challenge::<Tree>(w, &c, shared))
+            .map_err(|e| synthesis_error(format!("challenge {i}"), e))
+    }
 }
 
 /// Region sizes per parameter set, learned from the first partition seen.
@@ -139,15 +170,14 @@ fn layouts() -> &'static Mutex<HashMap<ParamsId, (Region, Region)>> {
     LAYOUTS.get_or_init(Default::default)
 }
 
-/// The layout of `proofs`' partition: cached per parameter set, otherwise counted by running
-/// the prefix and the first challenge without keeping their values.
-pub fn layout<Tree: MerkleTreeTrait, G: Hasher>(
+/// The layout of a partition of the circuit `params_id` names: cached per parameter set,
+/// otherwise counted by running the prefix and the first challenge without keeping values.
+pub fn layout<Tree: MerkleTreeTrait>(
     params_id: &ParamsId,
-    shape: CircuitShape,
     values: &PartitionValues,
-    proofs: &[stacked::Proof<Tree, G>],
+    challenges: &ChallengeSource<'_>,
 ) -> Result<PoRepLayout> {
-    let first = proofs.first().context("the partition has no challenges")?;
+    ensure!(challenges.count > 0, "the partition has no challenges");
     let cached = layouts()
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -157,8 +187,7 @@ pub fn layout<Tree: MerkleTreeTrait, G: Hasher>(
         Some(regions) => regions,
         None => {
             let (shared, prefix) = Assignment::count(|w| write_prefix::<Tree>(w, values))?;
-            let ((), challenge) =
-                Assignment::count(|w| write_challenge::<Tree, G>(w, 0, first, shape, &shared))?;
+            let ((), challenge) = Assignment::count(|w| challenges.write::<Tree>(w, 0, &shared))?;
             layouts()
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
@@ -169,21 +198,20 @@ pub fn layout<Tree: MerkleTreeTrait, G: Hasher>(
     Ok(PoRepLayout {
         prefix,
         challenge,
-        challenges: proofs.len(),
+        challenges: challenges.count,
     })
 }
 
-/// The assignment of one partition whose challenges' vanilla proofs are `proofs`, its aux
-/// buffer from `pool`, the challenges written on up to `threads` threads.
-pub fn assignment<Tree: MerkleTreeTrait, G: Hasher>(
+/// The assignment of one partition, its aux buffer from `pool`, the challenges written on up
+/// to `threads` threads.
+pub fn assignment<Tree: MerkleTreeTrait>(
     params_id: &ParamsId,
-    shape: CircuitShape,
     values: &PartitionValues,
-    proofs: &[stacked::Proof<Tree, G>],
+    challenges: &ChallengeSource<'_>,
     threads: usize,
     pool: Option<Arc<ScalarPool>>,
 ) -> Result<Assignment> {
-    let layout = layout(params_id, shape, values, proofs)?;
+    let layout = layout::<Tree>(params_id, values, challenges)?;
     let total = layout.total();
     let mut a = Assignment::with_capacity(pool, total.inputs, total.aux);
     let (shared, prefix) = a.append(|w| write_prefix::<Tree>(w, values))?;
@@ -194,7 +222,7 @@ pub fn assignment<Tree: MerkleTreeTrait, G: Hasher>(
     );
     let regions = vec![layout.challenge; layout.challenges];
     a.append_regions(&regions, threads, |i, w| {
-        write_challenge::<Tree, G>(w, i, &proofs[i], shape, &shared)
+        challenges.write::<Tree>(w, i, &shared)
     })?;
     Ok(a)
 }

@@ -278,7 +278,6 @@ mod tests {
     use rand_core::{RngCore, SeedableRng};
     use storage_proofs_core::gadgets::por::{AuthPath, PoRCircuit};
     use storage_proofs_core::gadgets::variables::Root;
-    use storage_proofs_core::merkle::base_path_length;
     use zkforge_groth16::Assignment;
 
     fn random(rng: &mut impl RngCore) -> Scalar {
@@ -325,31 +324,21 @@ mod tests {
         hash_like_the_gadget(&POSEIDON_CONSTANTS_11, 3);
     }
 
-    /// A random path of the right shape for `Tree` over `nodes` leaves.
-    fn random_path<Tree: MerkleTreeTrait>(nodes: usize, rng: &mut impl RngCore) -> PathOptions {
-        let base = base_path_length::<Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity>(nodes);
-        let arities = std::iter::repeat_n(Tree::Arity::to_usize(), base)
-            .chain([Tree::SubTreeArity::to_usize(), Tree::TopTreeArity::to_usize()])
-            .filter(|&a| a > 0);
-        arities
-            .map(|a| {
-                let siblings = (1..a).map(|_| Some(random(rng))).collect();
-                (siblings, Some(rng.next_u64() as usize % a))
-            })
-            .collect()
-    }
-
     fn path_like_the_gadget<Tree: MerkleTreeTrait>(nodes: usize, seed: u64) {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-        let path = random_path::<Tree>(nodes, &mut rng);
+        let path = super::super::synthetic::random_path::<Tree>(nodes, &mut rng);
         let (leaf, root) = (random(&mut rng), random(&mut rng));
         let mut reference = Assignment::with_capacity(None, 4, 1 << 16);
         reference
             .append(|cs| {
                 let leaf = AllocatedNum::alloc(&mut *cs, || Ok(leaf))?;
                 let root = AllocatedNum::alloc(&mut *cs, || Ok(root))?;
-                let auth: AuthPath<Tree::Hasher, Tree::Arity, Tree::SubTreeArity, Tree::TopTreeArity> =
-                    path.clone().into();
+                let auth: AuthPath<
+                    Tree::Hasher,
+                    Tree::Arity,
+                    Tree::SubTreeArity,
+                    Tree::TopTreeArity,
+                > = path.clone().into();
                 Ok(PoRCircuit::<Tree>::synthesize(
                     &mut *cs,
                     Root::Var(leaf),
