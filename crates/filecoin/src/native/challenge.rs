@@ -68,7 +68,14 @@ pub fn challenge<Tree: MerkleTreeTrait>(
         "the label circuit needs {DRG_PARENTS} DRG and {EXP_PARENTS} expander parents"
     );
     let layers = c.drg_parents[0].rows.len();
-    ensure!(layers >= 1, "columns have no rows");
+    ensure!(
+        layers >= 1
+            && c.drg_parents
+                .iter()
+                .chain(&c.exp_parents)
+                .all(|p| p.rows.len() == layers),
+        "parent columns must all have the same, non-zero number of rows"
+    );
 
     // The initial data layer: the leaf and its path in tree D.
     w.push(c.data_leaf)?;
