@@ -33,7 +33,7 @@ enum Command {
     /// Parameter files.
     #[command(subcommand)]
     Params(cmd::params::ParamsCommand),
-    /// Seal a small sector offline and write client inputs for tests.
+    /// Client inputs for tests: a small sector sealed offline, or a sparse PoRep C1 at any size.
     Fixtures(cmd::fixtures::FixturesArgs),
     /// Serve the cuzk.v1 ProvingEngine gRPC API (what Curio speaks).
     Daemon(cmd::daemon::DaemonArgs),

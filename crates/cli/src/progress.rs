@@ -3,10 +3,10 @@
 use indicatif::{ProgressBar, ProgressStyle};
 use zkforge_groth16::generator::GenProgress;
 
-/// A progress bar fed by the key generator.
-pub struct KeyGenBar(ProgressBar);
+/// A progress bar fed through `GenProgress`: key generation, sparse fixtures.
+pub struct WorkBar(ProgressBar);
 
-impl KeyGenBar {
+impl WorkBar {
     pub fn new(label: &str) -> Self {
         let bar = ProgressBar::hidden();
         bar.set_style(
@@ -24,7 +24,7 @@ impl KeyGenBar {
     }
 }
 
-impl GenProgress for KeyGenBar {
+impl GenProgress for WorkBar {
     fn start(&self, total: u64) {
         self.0.set_length(total);
         self.0

@@ -157,9 +157,9 @@ fn inputs_from_flags_equal_inputs_from_fixtures_and_bad_ones_are_named() {
         ProofInput::load(&InputSpec::from_fixtures(ProofType::WinningPost, fx.path())).unwrap();
     let flags = InputSpec {
         fixtures: None,
-        input: Some(fx.path().join(&m.winning_post.vanilla)),
+        input: Some(fx.path().join(&m.winning_post().unwrap().vanilla)),
         sector_size: Some("2KiB".into()),
-        randomness: Some(m.winning_post.randomness.clone()),
+        randomness: Some(m.winning_post().unwrap().randomness.clone()),
         ..InputSpec::from_fixtures(ProofType::WinningPost, fx.path())
     };
     let from_flags = ProofInput::load(&flags).unwrap();

@@ -1,4 +1,4 @@
-//! The `zkforge` binary end to end: help texts and the demo.
+//! The `zkforge` binary end to end: help texts, the demo, fixtures.
 
 mod common;
 
@@ -60,4 +60,62 @@ fn bad_arguments_are_refused_with_a_message() {
         .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--bit-fraction"));
+}
+
+#[test]
+fn fixtures_above_2kib_are_sparse_and_hold_only_the_porep_c1() {
+    let dir = tempfile::tempdir().unwrap();
+    let fx = dir.path().join("fx");
+    let stdout = run_ok(
+        zkforge()
+            .args(["fixtures", "--sector-size", "8MiB", "--seed", "3", "--out"])
+            .arg(&fx),
+    );
+    assert!(
+        stdout.contains("made a sparse 8MiB C1 output in"),
+        "{stdout}"
+    );
+    let m = zkforge_filecoin::fixtures::load(&fx).unwrap();
+    assert_eq!(m.sealing, zkforge_filecoin::fixtures::Sealing::Sparse);
+    for file in [&m.c1_wrapper, &m.c1_raw] {
+        let size = std::fs::metadata(fx.join(file)).unwrap().len();
+        assert!(stdout.contains(&format!("{size} bytes")), "{stdout}");
+    }
+
+    // A kind the fixtures lack is named before any connection is tried.
+    let out = zkforge()
+        .args([
+            "bench",
+            "single",
+            "--addr",
+            "127.0.0.1:1",
+            "--type",
+            "window-post",
+        ])
+        .arg("--fixtures")
+        .arg(&fx)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("hold no WindowPoSt inputs"), "{stderr}");
+
+    // Sealing 32 GiB for real is refused, and nothing is written.
+    let big = dir.path().join("big");
+    let out = zkforge()
+        .args([
+            "fixtures",
+            "--sector-size",
+            "32GiB",
+            "--seal",
+            "full",
+            "--out",
+        ])
+        .arg(&big)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("cannot seal a 32GiB sector"), "{stderr}");
+    assert!(!big.exists());
 }

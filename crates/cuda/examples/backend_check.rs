@@ -128,8 +128,8 @@ fn main() -> Result<()> {
         read_base64_list(&std::fs::read(fx.join(p))?)
     };
     for (kind, p) in [
-        (ProofKind::WinningPost, &m.winning_post),
-        (ProofKind::WindowPost, &m.window_post),
+        (ProofKind::WinningPost, m.winning_post()?),
+        (ProofKind::WindowPost, m.window_post()?),
     ] {
         let req = post::PostRequest {
             registered_proof: p.registered_proof,
@@ -146,7 +146,7 @@ fn main() -> Result<()> {
         };
         ensure!(ok, "filecoin-proofs rejects the GPU {kind} proof");
     }
-    let s = &m.snap;
+    let s = m.snap()?;
     let req = snap::SnapRequest {
         registered_proof: s.registered_proof,
         vanilla_proofs: vanilla(&s.vanilla)?,

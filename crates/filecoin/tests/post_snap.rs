@@ -22,9 +22,9 @@ fn prove(kind: ProofKind, circuits: &dyn PartitionedCircuit) -> Vec<u8> {
 
 fn post_request(dir: &std::path::Path, m: &Manifest, window: bool) -> PostRequest {
     let p = if window {
-        &m.window_post
+        m.window_post().unwrap()
     } else {
-        &m.winning_post
+        m.winning_post().unwrap()
     };
     PostRequest {
         registered_proof: p.registered_proof,
@@ -36,7 +36,7 @@ fn post_request(dir: &std::path::Path, m: &Manifest, window: bool) -> PostReques
 }
 
 fn snap_request(dir: &std::path::Path, m: &Manifest) -> SnapRequest {
-    let s = &m.snap;
+    let s = m.snap().unwrap();
     SnapRequest {
         registered_proof: s.registered_proof,
         vanilla_proofs: read_base64_list(&std::fs::read(dir.join(&s.vanilla)).unwrap()).unwrap(),

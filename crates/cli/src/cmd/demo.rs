@@ -12,7 +12,7 @@ use zkforge_filecoin::{params, porep, ProofKind};
 use super::backend::{self, BackendArg};
 use super::keys::default_cache_dir;
 use super::prove::prove;
-use crate::progress::KeyGenBar;
+use crate::progress::WorkBar;
 
 #[derive(Args)]
 pub struct DemoArgs {
@@ -44,7 +44,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
     if !id.params_path(&param_dir).exists() || !id.vk_path(&param_dir).exists() {
         println!("generating 2 KiB PoRep test parameters (first run only)...");
     }
-    let bar = KeyGenBar::new("parameters");
+    let bar = WorkBar::new("parameters");
     params::ensure_test_params(ProofKind::PoRep, size, &param_dir, &bar)?;
     bar.finish();
     let params_time = t.elapsed();

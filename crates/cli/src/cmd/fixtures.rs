@@ -1,14 +1,23 @@
-//! `zkforge fixtures`: seal a small sector offline and write the client inputs for tests.
+//! `zkforge fixtures`: client inputs for tests and benchmarks — a small sector sealed offline
+//! (`--seal full`), or a PoRep C1 output of any sector size made without sealing (`--seal
+//! sparse`).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use clap::Args;
-use zkforge_filecoin::{fixtures, shape::parse_sector_size};
+use anyhow::bail;
+use clap::{Args, ValueEnum};
+use zkforge_filecoin::fixtures::{self, Manifest};
+use zkforge_filecoin::shape::{format_sector_size, parse_sector_size};
+
+use crate::progress::WorkBar;
+
+/// Sectors above this size cannot be sealed here: a 32 GiB seal takes hours and ~450 GiB.
+const LARGEST_FULL_SEAL: u64 = 512 << 20;
 
 #[derive(Args)]
 pub struct FixturesArgs {
-    /// Sector size: 2KiB, 8MiB, 512MiB (larger ones need hours and terabytes).
+    /// Sector size: 2KiB, 8MiB, 512MiB, 32GiB or 64GiB.
     #[arg(long, default_value = "2KiB")]
     sector_size: String,
     /// Output directory.
@@ -17,19 +26,62 @@ pub struct FixturesArgs {
     /// Seed of the sector data, ids and randomness (same seed, same fixtures).
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// full: seal the sector for real and write C1, PoSt and SnapDeals inputs (sizes up to
+    /// 512MiB). sparse: only the PoRep C1 output, in seconds at any size, without sealing.
+    /// Default: full at 2KiB, sparse above.
+    #[arg(long, value_enum)]
+    seal: Option<SealMode>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum SealMode {
+    Full,
+    Sparse,
 }
 
 pub fn run(args: FixturesArgs) -> anyhow::Result<()> {
     let size = parse_sector_size(&args.sector_size)?;
+    let name = format_sector_size(size);
+    let mode = args.seal.unwrap_or(if size <= 2048 {
+        SealMode::Full
+    } else {
+        SealMode::Sparse
+    });
+    if mode == SealMode::Full && size > LARGEST_FULL_SEAL {
+        bail!(
+            "cannot seal a {name} sector for real here (hours of CPU and hundreds of GiB of disk); \
+             use --seal sparse for a PoRep C1 output made without sealing"
+        );
+    }
     let t = Instant::now();
-    let m = fixtures::make(size, &args.out, args.seed)?;
-    println!(
-        "sealed a {} sector in {:.1} s",
-        args.sector_size,
-        t.elapsed().as_secs_f64()
-    );
-    println!("  {}", args.out.join(&m.c1_wrapper).display());
-    println!("  {}", args.out.join(&m.c1_raw).display());
-    println!("  {}", args.out.join(fixtures::MANIFEST).display());
+    let m = match mode {
+        SealMode::Full => fixtures::make(size, &args.out, args.seed)?,
+        SealMode::Sparse => {
+            let bar = WorkBar::new(&format!("sparse {name} C1"));
+            let m = fixtures::make_sparse(size, &args.out, args.seed, &bar);
+            bar.finish();
+            m?
+        }
+    };
+    let what = match mode {
+        SealMode::Full => format!("sealed a {name} sector"),
+        SealMode::Sparse => format!("made a sparse {name} C1 output"),
+    };
+    println!("{what} in {:.2} s", t.elapsed().as_secs_f64());
+    for file in written(&m) {
+        let path = args.out.join(file);
+        let bytes = std::fs::metadata(&path).map(|md| md.len()).unwrap_or(0);
+        println!("  {:>12} bytes  {}", bytes, path.display());
+    }
     Ok(())
+}
+
+/// The files the manifest names, and the manifest itself.
+fn written(m: &Manifest) -> Vec<&Path> {
+    let mut files = vec![m.c1_wrapper.as_path(), m.c1_raw.as_path()];
+    files.extend(m.winning_post.iter().map(|p| p.vanilla.as_path()));
+    files.extend(m.window_post.iter().map(|p| p.vanilla.as_path()));
+    files.extend(m.snap.iter().map(|s| s.vanilla.as_path()));
+    files.push(Path::new(fixtures::MANIFEST));
+    files
 }

@@ -9,7 +9,7 @@ use zkforge_circuits::SyntheticCircuit;
 use zkforge_groth16::generator::generate_random_keys;
 use zkforge_groth16::{ProvingKey, ReadOptions};
 
-use crate::progress::KeyGenBar;
+use crate::progress::WorkBar;
 
 pub use zkforge_filecoin::params::zkforge_cache_dir as default_cache_dir;
 
@@ -28,7 +28,7 @@ pub fn synthetic_key(circuit: &SyntheticCircuit, cache: &Path) -> anyhow::Result
     }
     std::fs::create_dir_all(cache).with_context(|| format!("creating {}", cache.display()))?;
     let t = Instant::now();
-    let bar = KeyGenBar::new("generating test keys");
+    let bar = WorkBar::new("generating test keys");
     let mut rng = rand_chacha::ChaCha20Rng::from_entropy();
     let pk = generate_random_keys(circuit.clone(), &mut rng, &bar)?;
     bar.finish();

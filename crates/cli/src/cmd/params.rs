@@ -7,7 +7,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use rand::SeedableRng;
 use zkforge_filecoin::{params, registry, shape::parse_sector_size, ProofKind};
 
-use crate::progress::KeyGenBar;
+use crate::progress::WorkBar;
 
 #[derive(Subcommand)]
 pub enum ParamsCommand {
@@ -53,7 +53,7 @@ pub fn run(cmd: ParamsCommand) -> anyhow::Result<()> {
     let size = parse_sector_size(&args.sector_size)?;
     let dir = params::parameter_dir(args.out.as_deref());
     let mut rng = rand_chacha::ChaCha20Rng::from_entropy();
-    let bar = KeyGenBar::new("generating parameters");
+    let bar = WorkBar::new("generating parameters");
     let t = Instant::now();
     let kind = args.proof.kind();
     let id = registry::params_id(kind, size)?;

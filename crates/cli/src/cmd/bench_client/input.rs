@@ -111,9 +111,9 @@ impl ProofInput {
             (Some(p), _, _) => p.clone(),
             (None, Some(dir), Some(m)) => dir.join(match spec.proof_type {
                 ProofType::Porep => &m.c1_wrapper,
-                ProofType::WinningPost => &m.winning_post.vanilla,
-                ProofType::WindowPost => &m.window_post.vanilla,
-                ProofType::Snap => &m.snap.vanilla,
+                ProofType::WinningPost => &m.winning_post()?.vanilla,
+                ProofType::WindowPost => &m.window_post()?.vanilla,
+                ProofType::Snap => &m.snap()?.vanilla,
             }),
             _ => bail!("give --input FILE or --fixtures DIR"),
         };
@@ -155,10 +155,12 @@ impl ProofInput {
     ) -> Result<()> {
         match spec.proof_type {
             ProofType::WinningPost | ProofType::WindowPost => {
-                let post = m.map(|m| match spec.proof_type {
-                    ProofType::WinningPost => &m.winning_post,
-                    _ => &m.window_post,
-                });
+                let post = m
+                    .map(|m| match spec.proof_type {
+                        ProofType::WinningPost => m.winning_post(),
+                        _ => m.window_post(),
+                    })
+                    .transpose()?;
                 t.randomness = hex32(
                     &spec.randomness,
                     post.map(|p| p.randomness.as_str()),
@@ -171,7 +173,7 @@ impl ProofInput {
                     .unwrap_or(0);
             }
             ProofType::Snap => {
-                let snap = m.map(|m| &m.snap);
+                let snap = m.map(Manifest::snap).transpose()?;
                 t.comm_r_old = hex32(
                     &spec.comm_r_old,
                     snap.map(|s| s.comm_r_old.as_str()),
