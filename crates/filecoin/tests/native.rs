@@ -47,6 +47,19 @@ fn native_assignment_equals_the_reference_witness_at_2kib() {
     }
 }
 
+/// Sparse C1 outputs (made in seconds, without sealing): longer tree paths and more
+/// challenges than 2 KiB. 512 MiB and 32 GiB are checked by hand with `zkforge bench synthesis
+/// --reference` (the 32 GiB reference needs ~17 GB).
+#[test]
+fn native_assignment_equals_the_reference_on_a_sparse_8mib_c1() {
+    let sparse = zkforge_filecoin::fixtures::sparse::make_c1(8 << 20, 5, &()).unwrap();
+    let circuits = porep::porep_native(sparse.c1).unwrap();
+    let reference = circuits.circuits().synthesize(0).unwrap();
+    let ours = circuits.assignment(0, 2).unwrap();
+    assert_same("inputs", &ours.inputs, &reference.inputs);
+    assert_same("aux", &ours.aux, &reference.aux);
+}
+
 #[test]
 fn bad_partitions_and_vanilla_proofs_are_named_errors() {
     let (_dir, raw) = c1(33);

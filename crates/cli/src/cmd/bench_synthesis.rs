@@ -35,6 +35,9 @@ pub struct SynthesisArgs {
     /// Partitions to synthesize (the first N; with --synthetic, N runs); all by default.
     #[arg(long)]
     partitions: Option<usize>,
+    /// Index of the first partition to synthesize (C1 only).
+    #[arg(long, default_value_t = 0)]
+    first: usize,
     /// Threads per native partition (challenges in parallel); the number of CPUs by default.
     #[arg(long)]
     threads: Option<usize>,
@@ -203,10 +206,20 @@ pub fn run(args: SynthesisArgs) -> Result<()> {
         "--reference needs a C1 output: a synthetic partition has no reference to compare with"
     );
     let total = source.partitions(args.partitions);
-    let n = args.partitions.unwrap_or(total);
+    let first = if args.synthetic.is_some() {
+        0
+    } else {
+        args.first
+    };
     ensure!(
-        (1..=total).contains(&n),
-        "--partitions must lie in 1..={total}"
+        first < total,
+        "--first must be below the {total} partitions"
+    );
+    let n = args.partitions.unwrap_or(total - first);
+    ensure!(
+        (1..=total - first).contains(&n),
+        "--partitions must lie in 1..={}",
+        total - first
     );
     let threads = args
         .threads
@@ -224,7 +237,7 @@ pub fn run(args: SynthesisArgs) -> Result<()> {
     let size = layout.total();
     let bytes_per = (size.aux + size.inputs) as u64 * 32;
     println!(
-        "{proof:?}: {n} of {total} partitions, {} inputs + {} aux per partition ({} challenges \
+        "{proof:?}: {n} of {total} partitions from {first}, {} inputs + {} aux per partition ({} challenges \
          of {} aux); layout counted in {layout_s:.2} s",
         size.inputs, size.aux, layout.challenges, layout.challenge.aux
     );
@@ -233,7 +246,7 @@ pub fn run(args: SynthesisArgs) -> Result<()> {
     // Buffers reused across partitions, as the engine's pool does; one untimed partition
     // first, so the timed ones write into memory that is already mapped (steady state).
     let scalar_pool = ScalarPool::new(None, args.in_flight * bytes_per as usize);
-    let assign = |k| source.assignment(k, threads, &scalar_pool);
+    let assign = |i: usize| source.assignment(first + i, threads, &scalar_pool);
     let t = Instant::now();
     drop(assign(0)?);
     println!(
@@ -276,11 +289,11 @@ pub fn run(args: SynthesisArgs) -> Result<()> {
         reset_peak_rss();
         let (t, cpu) = (Instant::now(), cpu_seconds());
         let per_partition = timed_parallel(n, parallel, &b, |k| {
-            let w = native.circuits().synthesize(k)?;
+            let w = native.circuits().synthesize(first + k)?;
             let d = digests(&w.inputs, &w.aux);
             if d != native_digests[k] {
                 let chunk = d.iter().zip(&native_digests[k]).position(|(a, b)| a != b);
-                let found = (k, chunk, d.len(), native_digests[k].len());
+                let found = (first + k, chunk, d.len(), native_digests[k].len());
                 mismatch.lock().unwrap().get_or_insert(found);
             }
             Ok(())
