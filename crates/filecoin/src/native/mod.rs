@@ -1,13 +1,16 @@
 //! The PoRep partition's variable assignment (inputs, aux), generated natively: the same
 //! values, in the same order, as synthesizing storage-proofs-porep 19.1's `StackedCircuit`
 //! through [`WitnessBuilder`](zkforge_groth16::WitnessBuilder) puts in a witness, without
-//! building a single linear combination for the SHA-256 part (≈97% of the variables).
+//! building a linear combination: each gadget is mirrored by code that computes the values it
+//! would allocate, in its order, and writes them into an [`AssignmentWriter`].
 //!
-//! - [`sha256`]: bellperson's SHA-256 gadget mirrored 32 bits at a time;
-//! - `gadgets`: bit decompositions and the SHA-256 tree D path natively, Poseidon hashes and
-//!   tree paths through the real gadgets in the witness-only constraint system;
-//! - `challenge`: the circuit's allocation order (the prefix, then one challenge);
-//! - `vanilla`: a challenge's inputs read from its vanilla proof.
+//! - [`sha256`]: bellperson's SHA-256 gadget mirrored 32 bits at a time (≈97% of the values);
+//! - `poseidon`: neptune's legacy Poseidon circuit, the PoR and insertion gadgets;
+//! - `gadgets`: bit decompositions, packed inputs, the SHA-256 tree D path, path checks;
+//! - `challenge`: the circuit's allocation order (the prefix, then one challenge); the prefix's
+//!   single Poseidon hash still runs as the gadget in the witness-only constraint system;
+//! - `vanilla`: a challenge's inputs read from its vanilla proof;
+//! - `synthetic`: partitions of a real shape with made-up values, for benchmarks.
 //!
 //! The challenges of a partition are independent and each allocates the same number of
 //! values (what is allocated depends on the circuit's shape, never on values), so after the
@@ -31,7 +34,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use anyhow::{ensure, Result};
 use blstrs::Scalar;
 use ff::Field;
-use filecoin_hashers::Hasher;
+use filecoin_hashers::{poseidon::PoseidonHasher, Hasher};
 use storage_proofs_core::drgraph::Graph;
 use storage_proofs_core::merkle::MerkleTreeTrait;
 use storage_proofs_porep::stacked;
@@ -73,6 +76,11 @@ pub struct CircuitShape {
 
 impl CircuitShape {
     pub fn of<Tree: 'static + MerkleTreeTrait>(pp: &stacked::PublicParams<Tree>) -> Result<Self> {
+        ensure!(
+            Tree::Hasher::name() == PoseidonHasher::name(),
+            "the native assignment mirrors Poseidon trees; this tree hashes with {}",
+            Tree::Hasher::name()
+        );
         ensure!(
             pp.graph.base_graph().degree() == DRG_PARENTS
                 && pp.graph.expansion_degree() == EXP_PARENTS,
