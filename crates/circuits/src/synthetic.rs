@@ -198,10 +198,7 @@ impl crate::PartitionedCircuit for SyntheticJob {
         matrices: std::sync::Arc<zkforge_groth16::ConstraintMatrices>,
     ) -> anyhow::Result<zkforge_groth16::Witness> {
         self.delay_or_fail(k)?;
-        Ok(zkforge_groth16::WitnessOnly::synthesize(
-            self.circuit.clone(),
-            matrices,
-        )?)
+        Ok(zkforge_groth16::assign(self.circuit.clone(), matrices)?)
     }
 
     fn public_inputs(&self, _k: usize) -> anyhow::Result<Vec<Scalar>> {

@@ -11,6 +11,7 @@ fn every_subcommand_has_help() {
         &["demo", "--help"],
         &["bench", "--help"],
         &["bench", "local", "--help"],
+        &["bench", "synthesis", "--help"],
     ] {
         let out = zkforge().args(args).output().unwrap();
         assert!(out.status.success(), "{args:?}");
@@ -118,4 +119,52 @@ fn fixtures_above_2kib_are_sparse_and_hold_only_the_porep_c1() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("cannot seal a 32GiB sector"), "{stderr}");
     assert!(!big.exists());
+}
+
+#[test]
+fn bench_synthesis_compares_native_and_reference_on_a_c1() {
+    let dir = tempfile::tempdir().unwrap();
+    let fx = dir.path().join("fx");
+    run_ok(
+        zkforge()
+            .args([
+                "fixtures",
+                "--sector-size",
+                "2KiB",
+                "--seal",
+                "sparse",
+                "--out",
+            ])
+            .arg(&fx),
+    );
+    let m = zkforge_filecoin::fixtures::load(&fx).unwrap();
+    let stdout = run_ok(
+        zkforge()
+            .args([
+                "bench",
+                "synthesis",
+                "--threads",
+                "2",
+                "--reference",
+                "--c1",
+            ])
+            .arg(fx.join(&m.c1_raw)),
+    );
+    assert!(
+        stdout.contains("native == reference: inputs and aux equal in all 1 partitions"),
+        "{stdout}"
+    );
+    let rows: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("native  ") || l.starts_with("reference  "))
+        .collect();
+    assert_eq!(rows.len(), 2, "{stdout}");
+
+    let out = zkforge()
+        .args(["bench", "synthesis", "--synthetic", "2KiB", "--reference"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--reference needs a C1 output"), "{stderr}");
 }

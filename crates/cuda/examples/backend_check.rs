@@ -19,7 +19,7 @@ use zkforge_groth16::generator::{generate_random_keys, CpuFixedBase};
 use zkforge_groth16::synthesis::pool::with_pool;
 use zkforge_groth16::{
     prover, verify::verify, CpuBackend, KeyRef, MatrixRecorder, ParamsFile, ProofRandomness,
-    ProveReport, ProverBackend, ProvingKey, Witness, WitnessOnly,
+    ProveReport, ProverBackend, ProvingKey, Witness,
 };
 
 /// One circuit's witness in both forms, and its key in memory and (optionally) on disk.
@@ -133,7 +133,7 @@ fn main() -> Result<()> {
             pk: &pk,
             file: None,
             full: zkforge_groth16::synthesize(c.clone())?,
-            deferred: WitnessOnly::synthesize(c.clone(), matrices)?,
+            deferred: zkforge_groth16::assign(c.clone(), matrices)?,
         };
         let name = format!("synthetic 2^{log} bits {bits}");
         compare(&name, &gpu, case, &c.public_values(), &mut rng)?;

@@ -6,6 +6,7 @@
 //! a [`Witness`] that any prover backend proves against the circuit's `.params`.
 
 pub mod fixtures;
+pub mod native;
 pub mod params;
 pub mod porep;
 pub mod post;

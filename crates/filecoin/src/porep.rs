@@ -17,8 +17,10 @@ use serde::Deserialize;
 use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_core::proof::ProofScheme;
 use storage_proofs_porep::stacked::{self, StackedCircuit, StackedCompound, StackedDrg};
-use zkforge_groth16::{ConstraintMatrices, MatrixRecorder, Witness, WitnessOnly};
+use zkforge_groth16::synthesis::pool;
+use zkforge_groth16::{Assignment, ConstraintMatrices, MatrixRecorder, ScalarPool, Witness};
 
+use crate::native::{self, ChallengeSource, CircuitShape, PartitionValues, PoRepLayout};
 use crate::params::params_id;
 use crate::shape::with_tree;
 use crate::{ParamsId, PartitionedCircuit, ProofKind};
@@ -61,6 +63,29 @@ pub fn parse_c1(bytes: &[u8]) -> Result<SealCommitPhase1Output> {
         .context("JSON is neither a C1 wrapper nor a SealCommitPhase1Output")
 }
 
+/// A PoRep request whose partitions also have a native assignment (see
+/// [`PoRepCircuits::assignment`]), for any sector size.
+pub trait NativePoRep: Send + Sync {
+    /// The same request as the engine's unit list.
+    fn circuits(&self) -> &dyn PartitionedCircuit;
+    /// The inputs and aux of partition `k`, as `circuits().synthesize(k)` has them.
+    fn assignment(&self, k: usize, threads: usize) -> Result<Assignment>;
+    /// How many values partition `k` allocates, part by part.
+    fn layout(&self, k: usize) -> Result<PoRepLayout>;
+}
+
+/// Builds the partition circuits of a C1 output with their native assignments.
+pub fn porep_native(c1: SealCommitPhase1Output) -> Result<Box<dyn NativePoRep>> {
+    let size = u64::from(c1.registered_proof.sector_size());
+    with_tree!(size, native_for_tree, c1)
+}
+
+fn native_for_tree<Tree: 'static + MerkleTreeTrait>(
+    c1: SealCommitPhase1Output,
+) -> Result<Box<dyn NativePoRep>> {
+    Ok(Box::new(PoRepCircuits::<Tree>::new(c1)?))
+}
+
 /// Builds the partition circuits of a C1 output.
 pub fn porep_circuits(c1: SealCommitPhase1Output) -> Result<Box<dyn PartitionedCircuit>> {
     let size = u64::from(c1.registered_proof.sector_size());
@@ -73,7 +98,9 @@ pub fn porep_params_id(proof: RegisteredSealProof) -> Result<ParamsId> {
     with_tree!(size, params_id_for_tree, &proof.as_v1_config())
 }
 
-fn params_id_for_tree<Tree: 'static + MerkleTreeTrait>(config: &PoRepConfig) -> Result<ParamsId> {
+pub(crate) fn params_id_for_tree<Tree: 'static + MerkleTreeTrait>(
+    config: &PoRepConfig,
+) -> Result<ParamsId> {
     let id = config.get_cache_identifier::<Tree>()?;
     Ok(params_id(
         ProofKind::PoRep,
@@ -183,16 +210,91 @@ impl<Tree: 'static + MerkleTreeTrait> PoRepCircuits<Tree> {
         })
     }
 
+    fn proofs(&self, k: usize) -> Result<&Vec<stacked::Proof<Tree, DefaultPieceHasher>>> {
+        self.vanilla.get(k).with_context(|| {
+            format!(
+                "partition {k} does not exist: the C1 output has {}",
+                self.vanilla.len()
+            )
+        })
+    }
+
     /// The circuit of partition `k`.
     pub fn circuit(&self, k: usize) -> Result<StackedCircuit<Tree, DefaultPieceHasher>> {
         <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::circuit(
             &self.public_inputs,
             (),
-            &self.vanilla[k],
+            self.proofs(k)?,
             &self.public_params,
             Some(k),
         )
         .with_context(|| format!("building the circuit of partition {k}"))
+    }
+
+    /// The public and commitment values partition `k`'s circuit allocates first, with the
+    /// same consistency checks as `StackedCompound::circuit`.
+    fn partition_values(&self, k: usize) -> Result<PartitionValues> {
+        let proofs = self.proofs(k)?;
+        let first = proofs.first().context("the partition has no challenges")?;
+        let (comm_r_last, comm_c) = (first.comm_r_last(), first.comm_c());
+        ensure!(
+            proofs.iter().all(|p| p.comm_r_last() == comm_r_last),
+            "partition {k}: inconsistent comm_r_last across its challenges' proofs"
+        );
+        ensure!(
+            proofs.iter().all(|p| p.comm_c() == comm_c),
+            "partition {k}: inconsistent comm_c across its challenges' proofs"
+        );
+        let tau = self
+            .public_inputs
+            .tau
+            .as_ref()
+            .context("the public inputs have no comm_d/comm_r")?;
+        Ok(PartitionValues {
+            replica_id: self.public_inputs.replica_id.into(),
+            comm_d: tau.comm_d.into(),
+            comm_r: tau.comm_r.into(),
+            comm_r_last: comm_r_last.into(),
+            comm_c: comm_c.into(),
+        })
+    }
+
+    /// The inputs (ONE first) and aux of partition `k`, equal value for value and in the same
+    /// order to the witness `synthesize(k)` makes, generated natively with the challenges
+    /// spread over `threads` threads; the aux buffer comes from the pool installed on this
+    /// thread ([`pool::with_pool`]), if any.
+    pub fn assignment(&self, k: usize, threads: usize) -> Result<Assignment> {
+        self.assignment_with(k, threads, pool::current_pool())
+    }
+
+    /// [`assignment`](Self::assignment) with the aux buffer from `pool`.
+    pub fn assignment_with(
+        &self,
+        k: usize,
+        threads: usize,
+        pool: Option<std::sync::Arc<ScalarPool>>,
+    ) -> Result<Assignment> {
+        let values = self.partition_values(k)?;
+        let shape = CircuitShape::of(&self.public_params)?;
+        let challenges = ChallengeSource::vanilla(self.proofs(k)?, shape);
+        native::assignment::<Tree>(&self.params_id, &values, &challenges, threads, pool)
+            .with_context(|| format!("native assignment of partition {k}"))
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait> NativePoRep for PoRepCircuits<Tree> {
+    fn circuits(&self) -> &dyn PartitionedCircuit {
+        self
+    }
+
+    fn assignment(&self, k: usize, threads: usize) -> Result<Assignment> {
+        PoRepCircuits::assignment(self, k, threads)
+    }
+
+    fn layout(&self, k: usize) -> Result<PoRepLayout> {
+        let shape = CircuitShape::of(&self.public_params)?;
+        let challenges = ChallengeSource::vanilla(self.proofs(k)?, shape);
+        native::layout::<Tree>(&self.params_id, &self.partition_values(k)?, &challenges)
     }
 }
 
@@ -220,9 +322,10 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionedCircuit for PoRepCircuits<Tree>
         blank_matrices::<Tree>(&self.public_params).map(Some)
     }
 
+    /// The native assignment (one thread: the engine runs partitions side by side) and the
+    /// recorded matrices, which the prover multiplies it by.
     fn assign(&self, k: usize, matrices: Arc<ConstraintMatrices>) -> Result<Witness> {
-        WitnessOnly::synthesize(self.circuit(k)?, matrices)
-            .with_context(|| format!("synthesizing partition {k}"))
+        Ok(Witness::from_assignment(self.assignment(k, 1)?, matrices)?)
     }
 
     fn public_inputs(&self, k: usize) -> Result<Vec<Scalar>> {

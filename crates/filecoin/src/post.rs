@@ -16,7 +16,7 @@ use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_post::fallback::{
     self, FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound,
 };
-use zkforge_groth16::{ConstraintMatrices, MatrixRecorder, Witness, WitnessOnly};
+use zkforge_groth16::{ConstraintMatrices, MatrixRecorder, Witness};
 
 use crate::params::params_id;
 use crate::shape::with_tree;
@@ -255,7 +255,7 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionedCircuit for PostCircuits<Tree> 
     }
 
     fn assign(&self, k: usize, matrices: Arc<ConstraintMatrices>) -> Result<Witness> {
-        WitnessOnly::synthesize(self.circuit(k)?, matrices).context("synthesizing the PoSt circuit")
+        zkforge_groth16::assign(self.circuit(k)?, matrices).context("synthesizing the PoSt circuit")
     }
 
     fn public_inputs(&self, k: usize) -> Result<Vec<Scalar>> {

@@ -17,7 +17,7 @@ use storage_proofs_update::{
     EmptySectorUpdate, EmptySectorUpdateCircuit, EmptySectorUpdateCompound, PartitionProof,
     PublicInputs, PublicParams,
 };
-use zkforge_groth16::{ConstraintMatrices, MatrixRecorder, Witness, WitnessOnly};
+use zkforge_groth16::{ConstraintMatrices, MatrixRecorder, Witness};
 
 use crate::params::params_id;
 use crate::shape::with_tree;
@@ -166,7 +166,7 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> PartitionedCircuit
     }
 
     fn assign(&self, k: usize, matrices: Arc<ConstraintMatrices>) -> Result<Witness> {
-        WitnessOnly::synthesize(self.circuit(k)?, matrices)
+        zkforge_groth16::assign(self.circuit(k)?, matrices)
             .with_context(|| format!("synthesizing partition {k}"))
     }
 

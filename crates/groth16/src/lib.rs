@@ -35,5 +35,6 @@ pub use prover::{
 pub use r1cs::{ConstraintMatrices, MatrixRecorder};
 pub use srs::{KeyRef, LoadedKey, ParamsFile, ProvingKey, QueryLengths, ReadOptions, VerifyingKey};
 pub use synthesis::{
-    synthesize, Density, HostPinner, ScalarPool, Witness, WitnessBuilder, WitnessOnly,
+    assign, synthesize, Assignment, AssignmentWriter, Density, HostPinner, Region, ScalarPool,
+    Witness, WitnessBuilder,
 };

@@ -1,5 +1,6 @@
 //! `zkforge bench`: `local` (our CPU prover on synthetic circuits, stage by stage), `engine`,
-//! and the daemon client `single`/`batch`/`sweep` (in `bench_client/`).
+//! `pipeline`, `synthesis` (PoRep witness generation), and the daemon client
+//! `single`/`batch`/`sweep` (in `bench_client/`).
 
 use std::time::{Duration, Instant};
 
@@ -19,6 +20,9 @@ pub enum BenchCommand {
     /// Many partitions through the engine (GPU: 1 vs 2 workers per device), busy fraction and
     /// per-phase times from the TIMELINE.
     Pipeline(super::bench_pipeline::PipelineArgs),
+    /// PoRep witness generation: the native assignment against the reference synthesis on
+    /// one C1 output (time, throughput, memory, and a value-for-value comparison).
+    Synthesis(super::bench_synthesis::SynthesisArgs),
     /// One proof through a running daemon: status and timings.
     Single(Box<zkforge_bench_client::cli::SingleArgs>),
     /// COUNT proofs through a daemon, CONCURRENCY in flight: per-proof timings, throughput.
@@ -45,6 +49,7 @@ pub fn run(cmd: BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Local(args) => args,
         BenchCommand::Engine(args) => return super::bench_engine::run(args),
         BenchCommand::Pipeline(args) => return super::bench_pipeline::run(args),
+        BenchCommand::Synthesis(args) => return super::bench_synthesis::run(args),
         BenchCommand::Single(args) => return zkforge_bench_client::cli::run_single(*args),
         BenchCommand::Batch(args) => return zkforge_bench_client::cli::run_batch_command(*args),
         BenchCommand::Sweep(args) => return zkforge_bench_client::cli::run_sweep_command(*args),

@@ -102,7 +102,9 @@ pub fn run(args: PipelineArgs) -> Result<()> {
     // "auto" (MemAvailable − margin) covers them too; both are then reserved from it.
     let budget = zkforge_engine::BudgetSetting::parse(&args.memory_budget)
         .context("--memory-budget")?
-        .resolve(zkforge_engine::parse_bytes(&EngineConfig::default().memory_margin)?)?;
+        .resolve(zkforge_engine::parse_bytes(
+            &EngineConfig::default().memory_margin,
+        )?)?;
     let (key, make_job, verify, template_bytes) = prepare(&args)?;
     println!(
         "{} jobs × {} partitions, shape {:?} 2^{}, {} synthesis workers",
@@ -122,7 +124,15 @@ pub fn run(args: PipelineArgs) -> Result<()> {
         let backend = select_with(args.backend, 0, &options)?;
         let gpus = backend.devices().len().max(1);
         for &w in &args.prover_workers {
-            let mut r = run_once(&args, &backend, &key, &make_job, verify, w, (template_bytes, budget))?;
+            let mut r = run_once(
+                &args,
+                &backend,
+                &key,
+                &make_job,
+                verify,
+                w,
+                (template_bytes, budget),
+            )?;
             r.gpus = gpus;
             r.busy_fraction /= gpus as f64;
             reports.push(r);

@@ -4,6 +4,7 @@ pub mod backend;
 pub mod bench;
 mod bench_engine;
 mod bench_pipeline;
+mod bench_synthesis;
 pub mod config;
 pub mod daemon;
 pub mod demo;

@@ -1,11 +1,12 @@
-//! Circuit synthesis: our constraint system and the witness it produces.
+//! Circuit synthesis: our constraint systems and what they produce (the full witness, or
+//! only the variable assignment).
 
+mod assignment;
 mod density;
 pub mod pool;
 mod witness;
-mod witness_only;
 
+pub use assignment::{assign, Assignment, AssignmentWriter, Region};
 pub use density::Density;
 pub use pool::{HostPinner, ScalarPool};
 pub use witness::{synthesize, Recycle, Witness, WitnessBuilder};
-pub use witness_only::WitnessOnly;

@@ -86,6 +86,17 @@ impl Witness {
         })
     }
 
+    /// [`deferred`](Self::deferred) from an [`Assignment`](super::Assignment), whose aux
+    /// buffer (and its way back to the pool) the witness takes over.
+    pub fn from_assignment(
+        mut a: super::Assignment,
+        matrices: Arc<ConstraintMatrices>,
+    ) -> Result<Self> {
+        let (inputs, aux) = (std::mem::take(&mut a.inputs), std::mem::take(&mut a.aux));
+        let recycle = std::mem::take(&mut a.recycle);
+        Self::deferred(inputs, aux, matrices, recycle)
+    }
+
     /// Number of constraints, the per-input `x * 0 = 0` constraints included.
     pub fn num_constraints(&self) -> usize {
         match &self.matrices {
