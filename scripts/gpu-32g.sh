@@ -8,6 +8,9 @@
 #             `zkforge params generate --proof porep --sector-size 32GiB --backend cuda`
 #   prove     the CUDA daemon, `bench batch --type porep -c $PROOFS -j $INFLIGHT --verify`
 #             (filecoin-proofs' verify_seal), its status (peak RSS, VRAM) and TIMELINE
+#   synth     `bench synthesis --reference --matrices`: the native assignment and the product
+#             path's a, b, c against the reference constraint system on 32 GiB partitions
+#             (every row compared by chunk digests), and their throughputs side by side
 #   pipeline  `bench pipeline --shape porep --log-size 27` (tiled key, replayed witness)
 # Disk: the 32 GiB key is 47 GB and its recorded matrices ~7 GB, on a 64 GiB disk: nothing
 # else large may live in $WORK. Binaries and output as in scripts/gpu-common.sh.
@@ -45,7 +48,7 @@ http_listen = "127.0.0.1:9821"
 params = "$params"
 backend = "cuda"
 [engine]
-synthesis_workers = ${SYNTH_WORKERS:-12}
+synthesis_workers = ${SYNTH_WORKERS:-4}
 prover_workers_per_device = 2
 prove_queue_depth = 2
 [gpu]
@@ -64,6 +67,13 @@ TOML
   kill -TERM "$daemon"; wait "$daemon"
   "$zk" timeline "$out/daemon.log" --svg "$out/timeline-32g.svg" > "$out/timeline.txt" 2>&1
   tail -n 25 "$out/timeline.txt"
+fi
+
+if [[ $what == *synth* ]]; then
+  r1cs=$(ls "$params"/*.r1cs | head -n1)
+  run synthesis 420 "$zk" bench synthesis --c1 "$fx/porep-c1.json" --first 0 \
+    --partitions "${SYNTH_PARTITIONS:-5}" --threads 16 --in-flight 2 --reference --matrices "$r1cs"
+  tail -n 8 "$out/synthesis.log"
 fi
 
 if [[ $what == *pipeline* ]]; then

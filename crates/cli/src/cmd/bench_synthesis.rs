@@ -17,7 +17,7 @@ use rayon::prelude::*;
 use zkforge_filecoin::native::{self, PoRepLayout, SyntheticPoRep};
 use zkforge_filecoin::porep::{self, NativePoRep};
 use zkforge_filecoin::{fixtures, shape::parse_sector_size};
-use zkforge_groth16::{synthesis::pool, Assignment, ScalarPool};
+use zkforge_groth16::{synthesis::pool, Assignment, ConstraintMatrices, ScalarPool};
 
 #[derive(Args)]
 pub struct SynthesisArgs {
@@ -48,13 +48,18 @@ pub struct SynthesisArgs {
     /// at once as memory allows) and compare its inputs and aux with the native ones.
     #[arg(long)]
     reference: bool,
+    /// With --reference: the circuit's recorded matrices (`<params stem>.r1cs`, written by
+    /// `params generate` or the daemon); a, b, c = A·z, B·z, C·z of the native assignment (the
+    /// product path) are then compared with the reference's too, and the densities.
+    #[arg(long, requires = "reference")]
+    matrices: Option<PathBuf>,
 }
 
 /// Values per digest chunk: the two witnesses are compared chunk by chunk, never both held.
 const CHUNK: usize = 1 << 20;
 
-/// Per-chunk digests of an assignment: inputs first, then aux.
-fn digests(inputs: &[Scalar], aux: &[Scalar]) -> Vec<u64> {
+/// Per-chunk digests of vectors, one after the other (the first vector in one chunk).
+fn digests(first: &[Scalar], rest: &[&[Scalar]]) -> Vec<u64> {
     let chunk = |c: &[Scalar]| {
         let mut h = DefaultHasher::new();
         for v in c {
@@ -62,9 +67,24 @@ fn digests(inputs: &[Scalar], aux: &[Scalar]) -> Vec<u64> {
         }
         h.finish()
     };
-    let mut d = vec![chunk(inputs)];
-    d.extend(aux.par_chunks(CHUNK).map(chunk).collect::<Vec<_>>());
+    let mut d = vec![chunk(first)];
+    for v in rest {
+        d.extend(v.par_chunks(CHUNK).map(chunk).collect::<Vec<_>>());
+    }
     d
+}
+
+/// The native side of the comparison: the assignment, and with the matrices the product
+/// path's a, b, c (computed on all cores, as the CPU backend does) and densities.
+fn native_digests_of(a: &Assignment, m: Option<&ConstraintMatrices>) -> Result<Vec<u64>> {
+    let Some(m) = m else {
+        return Ok(digests(&a.inputs, &[&a.aux]));
+    };
+    let (mut x, mut y, mut z) = (Vec::new(), Vec::new(), Vec::new());
+    let t = Instant::now();
+    m.evaluate(&a.inputs, &a.aux, [&mut x, &mut y, &mut z], None)?;
+    tracing::info!(secs = t.elapsed().as_secs_f64(), "A·z, B·z, C·z on the CPU");
+    Ok(digests(&a.inputs, &[&a.aux, &x, &y, &z]))
 }
 
 /// Peak resident memory since the last reset, in bytes (Linux `VmHWM`).
@@ -270,11 +290,14 @@ pub fn run(args: SynthesisArgs) -> Result<()> {
         peak_rss: peak_rss(),
     });
     // Digests for the comparison, from another (untimed) native pass.
+    let matrices = match &args.matrices {
+        Some(p) => Some(ConstraintMatrices::read_file(p)?),
+        None => None,
+    };
     let mut native_digests = Vec::new();
     if args.reference {
         for k in 0..n {
-            let a = assign(k)?;
-            native_digests.push(digests(&a.inputs, &a.aux));
+            native_digests.push(native_digests_of(&assign(k)?, matrices.as_ref())?);
         }
     }
     drop(scalar_pool);
@@ -290,7 +313,20 @@ pub fn run(args: SynthesisArgs) -> Result<()> {
         let (t, cpu) = (Instant::now(), cpu_seconds());
         let per_partition = timed_parallel(n, parallel, &b, |k| {
             let w = native.circuits().synthesize(first + k)?;
-            let d = digests(&w.inputs, &w.aux);
+            let d = match &matrices {
+                None => digests(&w.inputs, &[&w.aux]),
+                Some(m) => {
+                    let same = m.a_aux_density == w.a_aux_density
+                        && m.b_input_density == w.b_input_density
+                        && m.b_aux_density == w.b_aux_density;
+                    ensure!(
+                        same,
+                        "partition {}: the recorded densities differ",
+                        first + k
+                    );
+                    digests(&w.inputs, &[&w.aux, &w.a, &w.b, &w.c])
+                }
+            };
             if d != native_digests[k] {
                 let chunk = d.iter().zip(&native_digests[k]).position(|(a, b)| a != b);
                 let found = (first + k, chunk, d.len(), native_digests[k].len());
@@ -345,8 +381,13 @@ pub fn run(args: SynthesisArgs) -> Result<()> {
     if args.reference {
         match mismatch.into_inner().unwrap() {
             None => println!(
-                "native == reference: inputs and aux equal in all {n} partitions ({} chunks of \
-                 {CHUNK} values compared per partition)",
+                "native == reference: inputs and aux{} equal in all {n} partitions ({} chunks \
+                 of {CHUNK} values compared per partition)",
+                if matrices.is_some() {
+                    ", a, b, c (A·z, B·z, C·z from the recorded matrices) and densities"
+                } else {
+                    ""
+                },
                 native_digests[0].len()
             ),
             Some((k, chunk, theirs, ours)) => bail!(
