@@ -141,9 +141,11 @@ pub fn run(args: PipelineArgs) -> Result<()> {
     }
     print_table(&reports);
     let (_, peak) = zkforge_engine::process_memory();
+    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
     println!(
-        "peak resident memory (VmHWM): {:.2} GiB",
-        peak as f64 / (1u64 << 30) as f64
+        "peak resident memory (VmHWM) {:.2} GiB, memory budget {:.2} GiB",
+        gib(peak),
+        gib(budget)
     );
     Ok(())
 }
