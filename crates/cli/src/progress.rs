@@ -1,9 +1,11 @@
 //! indicatif progress bars for long library work.
 
 use indicatif::{ProgressBar, ProgressStyle};
+use zkforge_filecoin::fixtures::sparse::StageProgress;
 use zkforge_groth16::generator::GenProgress;
 
-/// A progress bar fed through `GenProgress`: key generation, sparse fixtures.
+/// A progress bar fed by the key generator (`GenProgress`) or the sparse fixtures'
+/// stages (`StageProgress`: the bar restarts, relabelled, per stage).
 pub struct WorkBar(ProgressBar);
 
 impl WorkBar {
@@ -31,6 +33,18 @@ impl GenProgress for WorkBar {
         );
         self.0.set_length(total);
         self.0.set_position(0);
+    }
+
+    fn advance(&self, done: u64) {
+        self.0.inc(done);
+    }
+}
+
+impl StageProgress for WorkBar {
+    fn stage(&self, name: &str, total: u64) {
+        self.0.set_message(name.to_string());
+        self.0.reset();
+        self.start(total);
     }
 
     fn advance(&self, done: u64) {

@@ -64,7 +64,7 @@ fn bad_arguments_are_refused_with_a_message() {
 }
 
 #[test]
-fn fixtures_above_2kib_are_sparse_and_hold_only_the_porep_c1() {
+fn fixtures_above_2kib_are_sparse_and_a_missing_kind_is_named() {
     let dir = tempfile::tempdir().unwrap();
     let fx = dir.path().join("fx");
     let stdout = run_ok(
@@ -72,34 +72,54 @@ fn fixtures_above_2kib_are_sparse_and_hold_only_the_porep_c1() {
             .args(["fixtures", "--sector-size", "8MiB", "--seed", "3", "--out"])
             .arg(&fx),
     );
-    assert!(
-        stdout.contains("made a sparse 8MiB C1 output in"),
-        "{stdout}"
-    );
+    assert!(stdout.contains("made sparse 8MiB fixtures in"), "{stdout}");
     let m = zkforge_filecoin::fixtures::load(&fx).unwrap();
     assert_eq!(m.sealing, zkforge_filecoin::fixtures::Sealing::Sparse);
-    for file in [&m.c1_wrapper, &m.c1_raw] {
+    let snap = m.snap().unwrap().vanilla.clone();
+    for file in [
+        &m.c1_wrapper,
+        &m.c1_raw,
+        &m.winning_post().unwrap().vanilla,
+        &m.window_post().unwrap().vanilla,
+        &snap,
+    ] {
         let size = std::fs::metadata(fx.join(file)).unwrap().len();
         assert!(stdout.contains(&format!("{size} bytes")), "{stdout}");
     }
 
-    // A kind the fixtures lack is named before any connection is tried.
+    // Fixtures without a kind: the bench client names it before connecting anywhere.
+    let manifest = fx.join(zkforge_filecoin::fixtures::MANIFEST);
+    let mut json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
+    json.as_object_mut().unwrap().remove("snap");
+    std::fs::write(&manifest, serde_json::to_vec(&json).unwrap()).unwrap();
     let out = zkforge()
-        .args([
-            "bench",
-            "single",
-            "--addr",
-            "127.0.0.1:1",
-            "--type",
-            "window-post",
-        ])
+        .args(["bench", "single", "--addr", "127.0.0.1:1", "--type", "snap"])
         .arg("--fixtures")
         .arg(&fx)
         .output()
         .unwrap();
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("hold no WindowPoSt inputs"), "{stderr}");
+    assert!(stderr.contains("hold no SnapDeals inputs"), "{stderr}");
+
+    // --kinds leaves the others out (the C1 is always written).
+    let some = dir.path().join("some");
+    run_ok(
+        zkforge()
+            .args([
+                "fixtures",
+                "--sector-size",
+                "8MiB",
+                "--kinds",
+                "snap",
+                "--out",
+            ])
+            .arg(&some),
+    );
+    let m = zkforge_filecoin::fixtures::load(&some).unwrap();
+    assert!(m.snap.is_some() && m.winning_post.is_none() && m.window_post.is_none());
+    assert!(some.join(&m.c1_raw).exists());
 
     // Sealing 32 GiB for real is refused, and nothing is written.
     let big = dir.path().join("big");

@@ -22,10 +22,16 @@ use zkforge_filecoin::fixtures::sparse::{
     self, labels, ChallengeCheck, ColumnRole, SelfCheckError,
 };
 use zkforge_filecoin::fixtures::{self, Sealing};
-use zkforge_filecoin::{porep, prove_all, PartitionedCircuit};
+use zkforge_filecoin::{porep, prove_all, PartitionedCircuit, ProofKind};
 use zkforge_groth16::{CpuBackend, ReadOptions};
 
 const SIZE_32G: u64 = 32 << 30;
+const ALL: [ProofKind; 4] = [
+    ProofKind::PoRep,
+    ProofKind::WinningPost,
+    ProofKind::WindowPost,
+    ProofKind::SnapDeals,
+];
 
 fn read(dir: &Path, name: &Path) -> Vec<u8> {
     std::fs::read(dir.join(name)).unwrap()
@@ -36,11 +42,16 @@ fn sparse_2kib_c1_proves_and_verify_seal_accepts_it() {
     let (dir, id) = common::porep_params();
     let pk = id.load(&dir, ReadOptions::default()).unwrap();
     let out = tempfile::tempdir().unwrap();
-    let m = fixtures::make_sparse(common::SIZE_2K, out.path(), 21, &()).unwrap();
+    let m =
+        fixtures::make_sparse(common::SIZE_2K, out.path(), 21, &[ProofKind::PoRep], &()).unwrap();
     assert_eq!(m.sealing, Sealing::Sparse);
+    // Kinds left out are absent, and asking for one names it.
     assert!(m.winning_post.is_none() && m.window_post.is_none() && m.snap.is_none());
     let err = format!("{:#}", m.winning_post().unwrap_err());
-    assert!(err.contains("no WinningPoSt inputs"), "{err}");
+    assert!(
+        err.contains("2KiB sparse fixtures hold no WinningPoSt inputs"),
+        "{err}"
+    );
 
     // Both formats hold the same C1 output; prove it once.
     let c1 = porep::parse_c1(&read(out.path(), &m.c1_wrapper)).unwrap();
@@ -67,7 +78,7 @@ fn sparse_2kib_c1_proves_and_verify_seal_accepts_it() {
     let mut bad = report.proof.clone();
     bad[100] ^= 1;
     assert!(!m.verify_porep(&bad).unwrap_or(false));
-    // The manifest round-trips (the optional entries stay absent).
+    // The manifest round-trips.
     assert_eq!(fixtures::load(out.path()).unwrap(), m);
 }
 
@@ -176,17 +187,23 @@ fn sparse_32gib_c1_passes_the_self_check_and_builds_its_circuits() {
 fn the_same_seed_gives_the_same_bytes() {
     let files = |seed: u64| {
         let out = tempfile::tempdir().unwrap();
-        let m = fixtures::make_sparse(common::SIZE_2K, out.path(), seed, &()).unwrap();
-        (
-            read(out.path(), &m.c1_raw),
-            read(out.path(), &m.c1_wrapper),
-            read(out.path(), Path::new(fixtures::MANIFEST)),
-        )
+        let m = fixtures::make_sparse(common::SIZE_2K, out.path(), seed, &ALL, &()).unwrap();
+        [
+            &m.c1_raw,
+            &m.c1_wrapper,
+            &m.winning_post().unwrap().vanilla,
+            &m.window_post().unwrap().vanilla,
+            &m.snap().unwrap().vanilla,
+            Path::new(fixtures::MANIFEST),
+        ]
+        .map(|file| read(out.path(), file))
     };
     let a = files(5);
     assert!(a == files(5), "seed 5 twice");
     let b = files(6);
-    assert!(a.0 != b.0 && a.1 != b.1 && a.2 != b.2, "seeds 5 and 6");
+    for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+        assert_ne!(x, y, "file {i} with seeds 5 and 6");
+    }
 }
 
 /// A sparse 2 KiB C1 as JSON, changed by `edit`, then self-checked.

@@ -9,6 +9,7 @@ use anyhow::bail;
 use clap::{Args, ValueEnum};
 use zkforge_filecoin::fixtures::{self, Manifest};
 use zkforge_filecoin::shape::{format_sector_size, parse_sector_size};
+use zkforge_filecoin::ProofKind;
 
 use crate::progress::WorkBar;
 
@@ -31,6 +32,29 @@ pub struct FixturesArgs {
     /// Default: full at 2KiB, sparse above.
     #[arg(long, value_enum)]
     seal: Option<SealMode>,
+    /// Sparse only: the kinds to write (default: all). The PoRep C1 is always written; a full
+    /// WindowPoSt partition takes most of the time at 32GiB (2,349 sectors).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    kinds: Option<Vec<KindArg>>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum KindArg {
+    Porep,
+    WinningPost,
+    WindowPost,
+    Snap,
+}
+
+impl From<KindArg> for ProofKind {
+    fn from(k: KindArg) -> Self {
+        match k {
+            KindArg::Porep => ProofKind::PoRep,
+            KindArg::WinningPost => ProofKind::WinningPost,
+            KindArg::WindowPost => ProofKind::WindowPost,
+            KindArg::Snap => ProofKind::SnapDeals,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -50,22 +74,36 @@ pub fn run(args: FixturesArgs) -> anyhow::Result<()> {
     if mode == SealMode::Full && size > LARGEST_FULL_SEAL {
         bail!(
             "cannot seal a {name} sector for real here (hours of CPU and hundreds of GiB of disk); \
-             use --seal sparse for a PoRep C1 output made without sealing"
+             use --seal sparse for inputs made without sealing"
         );
+    }
+    if mode == SealMode::Full && args.kinds.is_some() {
+        bail!("--kinds applies to sparse fixtures; --seal full writes every kind");
     }
     let t = Instant::now();
     let m = match mode {
         SealMode::Full => fixtures::make(size, &args.out, args.seed)?,
         SealMode::Sparse => {
-            let bar = WorkBar::new(&format!("sparse {name} C1"));
-            let m = fixtures::make_sparse(size, &args.out, args.seed, &bar);
+            let bar = WorkBar::new(&format!("sparse {name}"));
+            let kinds: Vec<ProofKind> = match &args.kinds {
+                Some(kinds) => kinds.iter().map(|&k| k.into()).collect(),
+                None => [
+                    KindArg::Porep,
+                    KindArg::WinningPost,
+                    KindArg::WindowPost,
+                    KindArg::Snap,
+                ]
+                .map(ProofKind::from)
+                .to_vec(),
+            };
+            let m = fixtures::make_sparse(size, &args.out, args.seed, &kinds, &bar);
             bar.finish();
             m?
         }
     };
     let what = match mode {
         SealMode::Full => format!("sealed a {name} sector"),
-        SealMode::Sparse => format!("made a sparse {name} C1 output"),
+        SealMode::Sparse => format!("made sparse {name} fixtures"),
     };
     println!("{what} in {:.2} s", t.elapsed().as_secs_f64());
     for file in written(&m) {
