@@ -89,6 +89,26 @@ impl Sampled {
     }
 }
 
+impl Sampled {
+    /// Forwards the GPU's runs to `sink`, checking samples of each against `point` on the CPU.
+    fn forward(
+        &self,
+        scalars: &[Scalar],
+        size: usize,
+        run: impl FnOnce(&mut PointSink) -> zkforge_groth16::Result<()>,
+        point: impl Fn(&Scalar) -> Vec<u8>,
+        sink: &mut PointSink,
+    ) -> zkforge_groth16::Result<()> {
+        let mut at = 0;
+        run(&mut |bytes| {
+            self.check(bytes, scalars, at, &point)
+                .map_err(|e| zkforge_groth16::Error::Synthesis(e.to_string()))?;
+            at += bytes.len() / size;
+            sink(bytes)
+        })
+    }
+}
+
 impl FixedBaseBackend for Sampled {
     fn name(&self) -> &'static str {
         "cuda, sampled against the cpu"
@@ -100,15 +120,8 @@ impl FixedBaseBackend for Sampled {
         s: &[Scalar],
         sink: &mut PointSink,
     ) -> zkforge_groth16::Result<()> {
-        let mut at = 0;
-        self.gpu.g1(base, s, &mut |bytes| {
-            self.check(bytes, s, at, |x| {
-                (base * x).to_affine().to_uncompressed().as_ref().to_vec()
-            })
-            .map_err(|e| zkforge_groth16::Error::Synthesis(e.to_string()))?;
-            at += bytes.len() / 96;
-            sink(bytes)
-        })
+        let point = |x: &Scalar| (base * x).to_affine().to_uncompressed().as_ref().to_vec();
+        self.forward(s, 96, |sink| self.gpu.g1(base, s, sink), point, sink)
     }
 
     fn g2(
@@ -117,15 +130,8 @@ impl FixedBaseBackend for Sampled {
         s: &[Scalar],
         sink: &mut PointSink,
     ) -> zkforge_groth16::Result<()> {
-        let mut at = 0;
-        self.gpu.g2(base, s, &mut |bytes| {
-            self.check(bytes, s, at, |x| {
-                (base * x).to_affine().to_uncompressed().as_ref().to_vec()
-            })
-            .map_err(|e| zkforge_groth16::Error::Synthesis(e.to_string()))?;
-            at += bytes.len() / 192;
-            sink(bytes)
-        })
+        let point = |x: &Scalar| (base * x).to_affine().to_uncompressed().as_ref().to_vec();
+        self.forward(s, 192, |sink| self.gpu.g2(base, s, sink), point, sink)
     }
 }
 

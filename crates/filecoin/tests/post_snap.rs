@@ -3,22 +3,14 @@
 
 mod common;
 
-use rand_core::SeedableRng;
 use zkforge_filecoin::fixtures::{read_base64_list, unhex32, Manifest};
 use zkforge_filecoin::post::{post_circuits, prover_id_from_miner, PostRequest};
 use zkforge_filecoin::snap::{snap_circuits, SnapRequest};
-use zkforge_filecoin::{prove_all, PartitionedCircuit, ProofKind};
-use zkforge_groth16::{CpuBackend, ReadOptions};
+use zkforge_filecoin::{PartitionedCircuit, ProofKind};
 
 fn prove(kind: ProofKind, circuits: &dyn PartitionedCircuit) -> Vec<u8> {
-    let (dir, id) = common::params(kind);
-    assert_eq!(&id, circuits.params_id());
-    let pk = id.load(&dir, ReadOptions::default()).unwrap();
-    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(5);
-    let matrices = common::matrices(circuits);
-    prove_all(circuits, Some(&matrices), &CpuBackend::new(), &pk, &mut rng)
-        .unwrap()
-        .proof
+    assert_eq!(circuits.kind(), kind);
+    common::prove(circuits, 5)
 }
 
 fn post_request(dir: &std::path::Path, m: &Manifest, window: bool) -> PostRequest {

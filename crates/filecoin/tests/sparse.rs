@@ -15,15 +15,14 @@ use filecoin_proofs::parameters::public_params;
 use filecoin_proofs::pieces::zero_padding;
 use filecoin_proofs::{PaddedBytesAmount, UnpaddedBytesAmount};
 use filecoin_proofs_api::seal::SealCommitPhase1Output;
-use rand_core::SeedableRng;
 use serde_json::Value;
 use storage_proofs_core::merkle::MerkleProofTrait;
 use zkforge_filecoin::fixtures::sparse::{
     self, labels, ChallengeCheck, ColumnRole, SelfCheckError,
 };
 use zkforge_filecoin::fixtures::{self, Sealing};
-use zkforge_filecoin::{porep, prove_all, PartitionedCircuit, ProofKind};
-use zkforge_groth16::{CpuBackend, ReadOptions};
+use zkforge_filecoin::{porep, PartitionedCircuit, ProofKind};
+use zkforge_groth16::ReadOptions;
 
 const SIZE_32G: u64 = 32 << 30;
 const ALL: [ProofKind; 4] = [
@@ -40,7 +39,7 @@ fn read(dir: &Path, name: &Path) -> Vec<u8> {
 #[test]
 fn sparse_2kib_c1_proves_and_verify_seal_accepts_it() {
     let (dir, id) = common::porep_params();
-    let pk = id.load(&dir, ReadOptions::default()).unwrap();
+    let _pk = id.load(&dir, ReadOptions::default()).unwrap();
     let out = tempfile::tempdir().unwrap();
     let m =
         fixtures::make_sparse(common::SIZE_2K, out.path(), 21, &[ProofKind::PoRep], &()).unwrap();
@@ -61,21 +60,12 @@ fn sparse_2kib_c1_proves_and_verify_seal_accepts_it() {
         serde_json::to_vec(&raw).unwrap()
     );
     let circuits = porep::porep_circuits(c1).unwrap();
-    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(3);
-    let matrices = common::matrices(circuits.as_ref());
-    let report = prove_all(
-        circuits.as_ref(),
-        Some(&matrices),
-        &CpuBackend::new(),
-        &pk,
-        &mut rng,
-    )
-    .unwrap();
+    let proof = common::prove(circuits.as_ref(), 3);
     assert!(
-        m.verify_porep(&report.proof).unwrap(),
+        m.verify_porep(&proof).unwrap(),
         "verify_seal accepts the proof of a sparse C1"
     );
-    let mut bad = report.proof.clone();
+    let mut bad = proof.clone();
     bad[100] ^= 1;
     assert!(!m.verify_porep(&bad).unwrap_or(false));
     // The manifest round-trips.

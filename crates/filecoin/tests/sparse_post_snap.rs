@@ -5,13 +5,11 @@
 
 mod common;
 
-use rand_core::SeedableRng;
 use zkforge_filecoin::fixtures::sparse::{make_post, make_snap};
 use zkforge_filecoin::fixtures::{self, read_base64_list, unhex32, Manifest, PostFixture};
 use zkforge_filecoin::post::{post_circuits, PostRequest};
 use zkforge_filecoin::snap::{snap_circuits, SnapRequest};
-use zkforge_filecoin::{prove_all, ProofKind};
-use zkforge_groth16::{CpuBackend, ReadOptions};
+use zkforge_filecoin::ProofKind;
 
 fn request(dir: &std::path::Path, m: &Manifest, p: &PostFixture) -> PostRequest {
     PostRequest {
@@ -30,29 +28,18 @@ fn sparse_2kib_post_inputs_prove_and_filecoin_proofs_accepts_them() {
     let kinds = [ProofKind::WinningPost, ProofKind::WindowPost];
     let m = fixtures::make_sparse(common::SIZE_2K, out.path(), 31, &kinds, &()).unwrap();
     assert!(m.snap.is_none());
-    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(4);
-    for (kind, p) in [
+    for (seed, (kind, p)) in (4..).zip([
         (ProofKind::WinningPost, m.winning_post().unwrap()),
         (ProofKind::WindowPost, m.window_post().unwrap()),
-    ] {
+    ]) {
         let config = p.registered_proof.as_v1_config();
         assert_eq!(
             p.sectors.len(),
             config.sector_count,
             "{kind}: a full partition"
         );
-        let (dir, id) = common::params(kind);
-        let pk = id.load(&dir, ReadOptions::default()).unwrap();
         let circuits = post_circuits(request(out.path(), &m, p)).unwrap();
-        let proof = prove_all(
-            circuits.as_ref(),
-            Some(&common::matrices(circuits.as_ref())),
-            &CpuBackend::new(),
-            &pk,
-            &mut rng,
-        )
-        .unwrap()
-        .proof;
+        let proof = common::prove(circuits.as_ref(), seed);
         let verified = match kind {
             ProofKind::WinningPost => m.verify_winning_post(&proof),
             _ => m.verify_window_post(&proof),
@@ -125,18 +112,7 @@ fn sparse_2kib_snap_inputs_prove_and_filecoin_proofs_accepts_them() {
         comm_d_new: unhex32(&s.comm_d_new).unwrap(),
     };
     let circuits = snap_circuits(req).unwrap();
-    let (dir, id) = common::params(ProofKind::SnapDeals);
-    let pk = id.load(&dir, ReadOptions::default()).unwrap();
-    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(6);
-    let proof = prove_all(
-        circuits.as_ref(),
-        Some(&common::matrices(circuits.as_ref())),
-        &CpuBackend::new(),
-        &pk,
-        &mut rng,
-    )
-    .unwrap()
-    .proof;
+    let proof = common::prove(circuits.as_ref(), 6);
     assert!(
         m.verify_snap(&proof).unwrap(),
         "filecoin-proofs accepts the sparse SnapDeals"

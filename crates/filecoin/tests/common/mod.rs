@@ -52,6 +52,22 @@ pub fn matrices(
     std::sync::Arc::new(m.expect("Filecoin circuits have recordings"))
 }
 
+/// Proves every partition on the CPU by the product path (the circuit's recorded matrices),
+/// with the cached 2 KiB parameters of its kind; the proof bytes.
+pub fn prove(circuits: &dyn zkforge_filecoin::PartitionedCircuit, seed: u64) -> Vec<u8> {
+    use rand_core::SeedableRng;
+    let (dir, id) = params(circuits.kind());
+    assert_eq!(&id, circuits.params_id());
+    let pk = id
+        .load(&dir, zkforge_groth16::ReadOptions::default())
+        .unwrap();
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
+    let backend = zkforge_groth16::CpuBackend::new();
+    zkforge_filecoin::prove_all(circuits, Some(&matrices(circuits)), &backend, &pk, &mut rng)
+        .unwrap()
+        .proof
+}
+
 /// A freshly sealed 2 KiB sector and its inputs, in a temporary directory.
 pub fn sector(seed: u64) -> (tempfile::TempDir, Manifest) {
     param_dir();
