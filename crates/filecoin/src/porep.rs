@@ -22,6 +22,7 @@ use zkforge_groth16::{ProvingKey, Witness};
 
 use crate::params::{params_id, random_keys};
 use crate::shape::with_tree;
+use crate::untrusted::refusing_panics;
 use crate::{ParamsId, PartitionedCircuit, ProofKind};
 
 /// The wrapper Curio and lotus-bench put around the C1 output (`c1.json`).
@@ -65,7 +66,9 @@ pub fn parse_c1(bytes: &[u8]) -> Result<SealCommitPhase1Output> {
 /// Builds the partition circuits of a C1 output.
 pub fn porep_circuits(c1: SealCommitPhase1Output) -> Result<Box<dyn PartitionedCircuit>> {
     let size = u64::from(c1.registered_proof.sector_size());
-    with_tree!(size, porep_for_tree, c1)
+    refusing_panics("the C1 output's vanilla proofs", || {
+        with_tree!(size, porep_for_tree, c1)
+    })
 }
 
 /// The parameter set of a registered PoRep proof.

@@ -16,7 +16,7 @@ pub mod pb {
 mod circuit_id;
 mod http;
 mod metrics;
-mod request;
+pub mod request;
 mod serve;
 mod service;
 
