@@ -55,6 +55,9 @@ pub(crate) fn synthesis_loop(s: &Shared, w: usize) {
 
 fn synthesize_unit(s: &Shared, name: &str, unit: SynthUnit) {
     let SynthUnit { job, partition: k } = unit;
+    let Some(circuits) = job.circuits() else {
+        return; // the job ended meanwhile
+    };
     let Some(key) = parameters(s, &job) else {
         return;
     };
@@ -64,7 +67,7 @@ fn synthesize_unit(s: &Shared, name: &str, unit: SynthUnit) {
     if bytes > s.budget.total() {
         let msg = format!(
             "a partition of {} needs about {bytes} bytes, more than the whole memory budget ({} bytes)",
-            job.circuits.params_id().circuit_id(),
+            job.params_id.circuit_id(),
             s.budget.total()
         );
         s.end_job(&job, JobOutcome::Failed(msg));
@@ -94,7 +97,7 @@ fn synthesize_unit(s: &Shared, name: &str, unit: SynthUnit) {
     let buffers = s.backend.scalar_pool();
     let result = catch_unwind(AssertUnwindSafe(|| {
         s.synth_pool
-            .install(|| with_pool(buffers, || job.circuits.synthesize(k)))
+            .install(|| with_pool(buffers, || circuits.synthesize(k)))
     }));
     let took = start.elapsed();
     {
@@ -149,7 +152,7 @@ fn synthesize_unit(s: &Shared, name: &str, unit: SynthUnit) {
 
 /// The job's proving key, loading it on first use (the load's time goes to the job).
 fn parameters(s: &Shared, job: &Job) -> Option<Arc<Resident>> {
-    let id = job.circuits.params_id();
+    let id = &job.params_id;
     let t = Instant::now();
     let loaded = s.srs.get(id);
     match loaded {
@@ -300,12 +303,12 @@ fn prove_unit(
         }
     };
     // Every proof is checked before it can be returned; outside the device lock.
-    let checked = if s.config.verify_proofs {
-        job.circuits
+    let checked = match (s.config.verify_proofs, job.circuits()) {
+        (true, Some(circuits)) => circuits
             .public_inputs(k)
-            .and_then(|x| Ok(verify(&unit.key.pk.vk, &proof, &x)?))
-    } else {
-        Ok(true)
+            .and_then(|x| Ok(verify(&unit.key.pk.vk, &proof, &x)?)),
+        (true, None) => return, // the job ended meanwhile (failed elsewhere, cancelled)
+        (false, _) => Ok(true),
     };
     drop(unit);
     match checked {

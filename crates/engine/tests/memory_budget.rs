@@ -126,3 +126,38 @@ fn engine_under_a_small_budget() {
     );
     println!("rss within budget");
 }
+
+#[test]
+fn a_finished_job_keeps_its_result_not_its_inputs() {
+    let (e, _) = common::engine(
+        EngineConfig {
+            memory_budget: "1GiB".into(),
+            ..Default::default()
+        },
+        Arc::new(CpuBackend::new()),
+        8,
+    );
+    let circuits: Arc<dyn PartitionedCircuit> = Arc::new(job(8, 2));
+    let inputs = Arc::downgrade(&circuits);
+    let id = e
+        .submit(zkforge_engine::JobRequest {
+            request_id: None,
+            circuits,
+            priority: None,
+        })
+        .unwrap();
+    let result = e.wait(id, Some(Duration::from_secs(120))).unwrap().unwrap();
+    assert!(matches!(result.outcome, JobOutcome::Completed(_)));
+    // Freed off the worker threads: give the reaper a moment.
+    let t = std::time::Instant::now();
+    while inputs.upgrade().is_some() {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "the finished job still holds its circuits"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // The result is still there for AwaitProof.
+    let again = e.wait(id, Some(Duration::ZERO)).unwrap().unwrap();
+    assert_eq!(again.outcome, result.outcome);
+}
