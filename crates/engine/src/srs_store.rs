@@ -15,7 +15,14 @@ use crate::engine::ParamsSource;
 /// A proving key in memory, with the budget it holds until the last user lets go.
 pub(crate) struct Resident {
     pub pk: ProvingKey,
-    _reservation: Reservation,
+    reservation: Reservation,
+}
+
+impl Resident {
+    /// Budget bytes the key holds.
+    pub fn bytes(&self) -> u64 {
+        self.reservation.bytes()
+    }
 }
 
 enum Slot {
@@ -102,10 +109,7 @@ impl SrsStore {
         let bytes = self.source.size_hint(id)?;
         let reservation = self.make_room(id, bytes)?;
         let pk = self.source.load(id)?;
-        Ok(Arc::new(Resident {
-            pk,
-            _reservation: reservation,
-        }))
+        Ok(Arc::new(Resident { pk, reservation }))
     }
 
     /// Reserves `bytes`, evicting unused sets (least recently used first) and then waiting for

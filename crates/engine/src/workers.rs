@@ -64,11 +64,16 @@ fn synthesize_unit(s: &Shared, name: &str, unit: SynthUnit) {
     // The key tells the witness size: domain n ≥ constraints, |ic| inputs, |l| aux.
     let bytes =
         Witness::estimated_bytes(key.pk.h.len() + 1, key.pk.vk.ic.len(), key.pk.l.len()) as u64;
-    if bytes > s.budget.total() {
+    // The job's own key stays resident while the job runs: a witness that does not fit beside
+    // it would wait for memory forever.
+    let room = s.budget.total().saturating_sub(key.bytes());
+    if bytes > room {
         let msg = format!(
-            "a partition of {} needs about {bytes} bytes, more than the whole memory budget ({} bytes)",
+            "a partition of {} needs about {bytes} bytes, more than the memory budget ({} bytes) \
+             leaves beside its proving key ({} bytes)",
             job.params_id.circuit_id(),
-            s.budget.total()
+            s.budget.total(),
+            key.bytes()
         );
         s.end_job(&job, JobOutcome::Failed(msg));
         return;

@@ -161,3 +161,29 @@ fn a_finished_job_keeps_its_result_not_its_inputs() {
     let again = e.wait(id, Some(Duration::ZERO)).unwrap().unwrap();
     assert_eq!(again.outcome, result.outcome);
 }
+
+#[test]
+fn a_witness_that_cannot_fit_beside_its_key_fails_at_once() {
+    // Room for the key and half a witness: waiting could never end, the key stays resident.
+    let (id, pk) = keys(10);
+    let witness = Witness::estimated_bytes(pk.h.len() + 1, pk.vk.ic.len(), pk.l.len()) as u64;
+    let budget = pk.heap_bytes() as u64 + witness / 2;
+    let source = common::MemorySource([(id.stem, pk)].into_iter().collect());
+    let e = Engine::start(
+        EngineConfig {
+            memory_budget: budget.to_string(),
+            ..Default::default()
+        },
+        Arc::new(CpuBackend::new()),
+        Box::new(source),
+    )
+    .unwrap();
+    let id = submit(&e, job(10, 1));
+    match e.wait(id, Some(Duration::from_secs(30))).unwrap() {
+        Some(r) => match r.outcome {
+            JobOutcome::Failed(msg) => assert!(msg.contains("beside its proving key"), "{msg}"),
+            other => panic!("{other:?}"),
+        },
+        None => panic!("the job waits for memory that can never free up"),
+    }
+}
