@@ -298,24 +298,12 @@ async fn soak_many_small_proofs_with_cancels_duplicates_timeouts_and_garbage() {
     let counters = Counters::default();
     let finished = counters.finished.clone();
     let samples = Arc::new(Mutex::new(Vec::<(usize, u64)>::new()));
-    let pid_rss = {
-        let pid = daemon.child.id();
-        move || -> Option<u64> {
-            let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))?
-                .trim()
-                .trim_end_matches("kB")
-                .trim()
-                .parse()
-                .ok()
-        }
-    };
+    let pid = daemon.child.id();
     let sampler = {
         let (finished, samples) = (finished.clone(), samples.clone());
         tokio::spawn(async move {
             loop {
-                if let Some(kib) = pid_rss() {
+                if let Some(kib) = common::rss_kib(pid) {
                     let done = finished.load(Ordering::SeqCst);
                     samples.lock().unwrap().push((done, kib));
                 }

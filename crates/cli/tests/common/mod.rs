@@ -81,15 +81,6 @@ impl DaemonProcess {
         zkforge_bench_client::DaemonAddr::Unix(self.socket.clone())
     }
 
-    /// Resident memory of the daemon now, in KiB (`VmRSS`).
-    pub fn rss_kib(&self) -> Option<u64> {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-    }
-
     fn signal(&mut self, signal: i32) {
         // SAFETY: a plain kill(2) on our own child's pid.
         unsafe { libc::kill(self.child.id() as i32, signal) };
@@ -114,4 +105,13 @@ impl Drop for DaemonProcess {
             let _ = self.child.wait();
         }
     }
+}
+
+/// Resident memory of process `pid` now, in KiB (`VmRSS`).
+pub fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
