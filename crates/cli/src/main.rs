@@ -6,18 +6,24 @@ mod progress;
 use clap::{Parser, Subcommand};
 use tracing_subscriber::EnvFilter;
 
-/// Our logs at info; the Filecoin crates' chatter only from warnings up.
-const DEFAULT_LOG: &str =
+/// The daemon's logs: ours at info (every setting, TIMELINE events), the Filecoin crates'
+/// chatter only from warnings up.
+const DAEMON_LOG: &str =
     "info,filecoin_proofs=warn,filecoin_proofs_api=warn,storage_proofs_core=warn,\
 storage_proofs_porep=warn,storage_proofs_post=warn,storage_proofs_update=warn";
+
+/// One-shot commands (demo, prove, params, fixtures, bench, ...) show a progress bar and a
+/// summary; their logs stay quiet unless `--log` or RUST_LOG asks for more.
+const ONE_SHOT_LOG: &str = "warn";
 
 /// zkforge: a Groth16 proving engine for Filecoin.
 #[derive(Parser)]
 #[command(name = "zkforge", version, about, long_about = None, propagate_version = true)]
 struct Cli {
-    /// Log filter (tracing's EnvFilter syntax); RUST_LOG overrides it.
-    #[arg(long, global = true, default_value = DEFAULT_LOG)]
-    log: String,
+    /// Log filter (tracing's EnvFilter syntax, e.g. "info" or "zkforge_groth16=debug"); RUST_LOG
+    /// overrides it. Default: "warn", and info for `daemon`.
+    #[arg(long, global = true)]
+    log: Option<String>,
 
     #[command(subcommand)]
     command: Command,
@@ -49,11 +55,7 @@ enum Command {
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&cli.log));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
+    init_logging(&cli);
 
     let result = match cli.command {
         Command::Demo(args) => cmd::demo::run(args),
@@ -72,4 +74,18 @@ fn main() -> std::process::ExitCode {
             std::process::ExitCode::FAILURE
         }
     }
+}
+
+/// The one place the log level is chosen: RUST_LOG, else `--log`, else the command's default.
+fn init_logging(cli: &Cli) {
+    let default = match cli.command {
+        Command::Daemon(_) => DAEMON_LOG,
+        _ => ONE_SHOT_LOG,
+    };
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new(cli.log.as_deref().unwrap_or(default)));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
 }

@@ -51,3 +51,32 @@ impl StageProgress for WorkBar {
         self.0.inc(done);
     }
 }
+
+/// A bar over one job's partitions while the engine proves them.
+pub struct ProveBar(ProgressBar);
+
+impl ProveBar {
+    pub fn new(circuit: &str, partitions: usize) -> Self {
+        let bar = ProgressBar::with_draw_target(
+            Some(partitions as u64),
+            indicatif::ProgressDrawTarget::stderr(),
+        );
+        bar.set_style(
+            ProgressStyle::with_template(
+                "proving {msg} [{elapsed_precise}] {wide_bar} {pos}/{len} partitions",
+            )
+            .expect("valid template"),
+        );
+        bar.set_message(circuit.to_string());
+        bar.enable_steady_tick(std::time::Duration::from_millis(200));
+        Self(bar)
+    }
+
+    pub fn set_done(&self, partitions: usize) {
+        self.0.set_position(partitions as u64);
+    }
+
+    pub fn finish(&self) {
+        self.0.finish_and_clear();
+    }
+}

@@ -13,12 +13,8 @@ fn every_subcommand_has_help() {
         &["bench", "local", "--help"],
         &["bench", "synthesis", "--help"],
     ] {
-        let out = zkforge().args(args).output().unwrap();
-        assert!(out.status.success(), "{args:?}");
-        assert!(
-            String::from_utf8_lossy(&out.stdout).contains("Usage"),
-            "{args:?}"
-        );
+        let stdout = run_ok(zkforge().args(args));
+        assert!(stdout.contains("Usage"), "{args:?}");
     }
 }
 
@@ -29,8 +25,21 @@ fn cache_dir() -> std::path::PathBuf {
 
 #[test]
 fn demo_proves_a_2kib_porep_that_filecoin_proofs_accepts() {
-    let stdout = run_ok(zkforge().args(["demo", "--cache"]).arg(cache_dir()));
+    let out = zkforge()
+        .args(["demo", "--cache"])
+        .arg(cache_dir())
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
     assert!(stdout.contains("ok (filecoin-proofs)"), "{stdout}");
+    // A one-shot command logs only warnings unless asked: no settings, no TIMELINE lines.
+    assert!(
+        !stderr.contains("INFO") && !stderr.contains("TIMELINE"),
+        "{stderr}"
+    );
     let proof = stdout
         .lines()
         .find_map(|l| l.strip_prefix("proof       "))
@@ -43,6 +52,7 @@ fn bench_local_reports_a_row_per_size() {
     let cache = tempfile::tempdir().unwrap();
     let out = zkforge()
         .env("ZKFORGE_CACHE", cache.path())
+        .env_remove("RUST_LOG")
         .args(["bench", "local", "--log-sizes", "8,9", "--runs", "1"])
         .output()
         .unwrap();
@@ -51,6 +61,26 @@ fn bench_local_reports_a_row_per_size() {
     let rows: Vec<&str> = stdout.lines().skip(1).collect();
     assert_eq!(rows.len(), 2, "{stdout}");
     assert!(rows[0].trim_start().starts_with('8') && rows[1].trim_start().starts_with('9'));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("INFO"));
+
+    // `--log` asks for more: the key generation is logged.
+    let out = zkforge()
+        .env("ZKFORGE_CACHE", cache.path())
+        .env_remove("RUST_LOG")
+        .args([
+            "bench",
+            "local",
+            "--log-sizes",
+            "8",
+            "--runs",
+            "1",
+            "--log",
+            "info",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("INFO"));
 }
 
 #[test]

@@ -1,5 +1,5 @@
 //! Device correctness checks and timings for zkforge-cuda; run by scripts/gpu-check.sh.
-//! Usage: gpu_bench check|bench [OUT_DIR]
+//! Usage: gpu_bench check|bench [OUT_DIR] | gpu_bench hog [LEAVE_MIB] [SECONDS]
 
 // Device buffers free their memory on drop with `cuda`; the stub build's types are plain.
 #![allow(clippy::drop_non_drop)]
@@ -51,8 +51,41 @@ fn main() {
             &out_dir,
             args.get(3).map(String::as_str).unwrap_or("all"),
         ),
-        _ => panic!("mode must be check or bench"),
+        "hog" => hog(
+            &dev,
+            args.get(2).and_then(|a| a.parse().ok()).unwrap_or(256),
+            args.get(3).and_then(|a| a.parse().ok()).unwrap_or(20),
+        ),
+        _ => panic!("mode must be check, bench or hog"),
     }
+}
+
+/// Holds all of GPU 0's free memory but `leave_mib` MiB for `secs` seconds, then gives it back:
+/// another process taking VRAM in the middle of a daemon's run (scripts/gpu-faults.sh).
+fn hog(dev: &CudaDevice, leave_mib: usize, secs: u64) {
+    let target = dev.vram_free().unwrap().saturating_sub(leave_mib << 20);
+    let mut held = Vec::new();
+    let mut bytes = 0usize;
+    for chunk in [1usize << 30, 64 << 20, 4 << 20] {
+        while bytes + chunk <= target {
+            match dev.alloc_scalars(chunk / 32) {
+                Ok(b) => held.push(b),
+                Err(_) => break,
+            }
+            bytes += chunk;
+        }
+    }
+    dev.synchronize().unwrap();
+    println!(
+        "HOG holding {} MiB, {} MiB free",
+        bytes >> 20,
+        dev.vram_free().unwrap() >> 20
+    );
+    std::io::stdout().flush().unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(secs));
+    drop(held);
+    dev.synchronize().unwrap();
+    println!("HOG released, {} MiB free", dev.vram_free().unwrap() >> 20);
 }
 
 fn check(dev: &CudaDevice, seed: u64, out_dir: &str) {

@@ -13,7 +13,11 @@ static FATBIN: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/zkforge.fatbin"
 
 impl From<DriverError> for CudaError {
     fn from(e: DriverError) -> Self {
-        CudaError::Driver(format!("{e:?}"))
+        if e.0 == cudarc::driver::sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY {
+            CudaError::OutOfMemory(format!("{e:?}"))
+        } else {
+            CudaError::Driver(format!("{e:?}"))
+        }
     }
 }
 
@@ -274,6 +278,13 @@ impl CudaDevice {
             buf,
             len: bases.len(),
         })
+    }
+
+    /// `len` scalars of device memory, uninitialized: for holding memory (tests, probes).
+    pub fn alloc_scalars(&self, len: usize) -> Result<DeviceScalars, CudaError> {
+        // SAFETY: the contents are never read before a kernel or copy writes them.
+        let buf = unsafe { self.stream.alloc::<u64>(len * 4) }?;
+        Ok(DeviceScalars { buf, len })
     }
 
     pub fn upload_scalars(&self, scalars: &[Scalar]) -> Result<DeviceScalars, CudaError> {

@@ -12,7 +12,13 @@ pub enum CudaError {
     /// A CUDA driver call failed.
     #[error("CUDA driver error: {0}")]
     Driver(String),
+    /// The device had no room for an allocation (another process may hold its memory).
+    #[error("out of device memory: {0}")]
+    OutOfMemory(String),
     /// The arguments cannot be processed (length, size, mismatch).
     #[error("invalid input: {0}")]
     Invalid(String),
+    /// A test's `ZKFORGE_FAULT` failed this phase (see `zkforge_groth16::fault`).
+    #[error(transparent)]
+    Injected(#[from] zkforge_groth16::fault::InjectedFault),
 }

@@ -102,6 +102,9 @@ impl CudaDevice {
     pub fn upload_g2(&self, _bases: &[G2Affine]) -> Result<DeviceBasesG2, CudaError> {
         Err(CudaError::NotBuilt)
     }
+    pub fn alloc_scalars(&self, _len: usize) -> Result<DeviceScalars, CudaError> {
+        Err(CudaError::NotBuilt)
+    }
     pub fn upload_scalars(&self, _scalars: &[Scalar]) -> Result<DeviceScalars, CudaError> {
         Err(CudaError::NotBuilt)
     }

@@ -261,6 +261,7 @@ impl Engine {
         let priority = req
             .priority
             .unwrap_or_else(|| Priority::default_for(req.circuits.kind()));
+        let partitions = req.circuits.partitions();
         let job = Arc::new(Job::new(id, priority, req.circuits));
         jobs.by_id.insert(id, job.clone());
         if let Some(r) = req.request_id {
@@ -268,7 +269,7 @@ impl Engine {
         }
         drop(jobs);
         s.record(TimelineEvent::new(StageEvent::JobSubmit, id));
-        for k in 0..job.circuits.partitions() {
+        for k in 0..partitions {
             let unit = SynthUnit {
                 job: job.clone(),
                 partition: k,

@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use zkforge_circuits::{PartitionedCircuit, ProofKind};
+use zkforge_circuits::{ParamsId, PartitionedCircuit, ProofKind};
 use zkforge_groth16::Proof;
 
 pub type JobId = u64;
@@ -93,7 +93,12 @@ pub(crate) struct Progress {
 pub(crate) struct Job {
     pub id: JobId,
     pub priority: Priority,
-    pub circuits: Arc<dyn PartitionedCircuit>,
+    pub kind: ProofKind,
+    pub params_id: ParamsId,
+    /// The request's circuits while the job runs. Dropped when it ends: a finished job stays
+    /// for AwaitProof (up to result_ttl_secs, result_max jobs) with its result, not its inputs
+    /// (a 32 GiB C1 output is ~100 MB, outside the memory budget).
+    circuits: Mutex<Option<Arc<dyn PartitionedCircuit>>>,
     pub submitted: Instant,
     pub stop: AtomicBool,
     pub progress: Mutex<Progress>,
@@ -113,7 +118,9 @@ impl Job {
         Self {
             id,
             priority,
-            circuits,
+            kind: circuits.kind(),
+            params_id: circuits.params_id().clone(),
+            circuits: Mutex::new(Some(circuits)),
             submitted: Instant::now(),
             stop: AtomicBool::new(false),
             progress: Mutex::new(Progress {
@@ -133,7 +140,15 @@ impl Job {
     }
 
     pub fn kind(&self) -> ProofKind {
-        self.circuits.kind()
+        self.kind
+    }
+
+    /// The circuits, until the job ends.
+    pub fn circuits(&self) -> Option<Arc<dyn PartitionedCircuit>> {
+        self.circuits
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// True once the job failed, was cancelled or completed: its units are dropped.
@@ -159,6 +174,14 @@ impl Job {
         account(p.timings.total_ms);
         drop(p);
         self.changed.notify_all();
+        // Units still running hold their own reference; the inputs go when the last one ends.
+        let inputs = self
+            .circuits
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        // Freeing a large request can take a while: not on a worker or an RPC thread.
+        zkforge_groth16::reaper::drop_later(inputs);
         true
     }
 

@@ -19,13 +19,13 @@ pub(crate) struct Resident {
     /// The circuit's constraints, when it has a recording: partitions are then assigned and
     /// their a, b, c computed by the prover.
     pub matrices: Option<Arc<ConstraintMatrices>>,
-    _reservations: Vec<Reservation>,
+    reservations: Vec<Reservation>,
 }
 
 impl Resident {
-    /// Host bytes held: the key's decoded points and the matrices.
-    pub fn host_bytes(&self) -> u64 {
-        (self.key.host_bytes() + self.matrices.as_ref().map_or(0, |m| m.heap_bytes())) as u64
+    /// Budget bytes the set holds: the key's host memory and the matrices.
+    pub fn bytes(&self) -> u64 {
+        self.reservations.iter().map(Reservation::bytes).sum()
     }
 }
 
@@ -162,7 +162,7 @@ impl SrsStore {
         Ok(Arc::new(Resident {
             key,
             matrices,
-            _reservations: reservations,
+            reservations,
         }))
     }
 
@@ -250,7 +250,7 @@ impl SrsStore {
     pub fn evict(&self, id: &ParamsId) -> Option<u64> {
         let mut slots = self.lock();
         match slots.remove(id) {
-            Some(Slot::Ready { key, .. }) => Some(key.host_bytes()),
+            Some(Slot::Ready { key, .. }) => Some(key.bytes()),
             Some(loading @ Slot::Loading) => {
                 // A load in progress finishes; evicting it is the caller's next step.
                 slots.insert(id.clone(), loading);
@@ -267,7 +267,7 @@ impl SrsStore {
             .filter_map(|(id, s)| match s {
                 Slot::Ready { key, .. } => Some(LoadedSrs {
                     circuit_id: id.circuit_id(),
-                    bytes: key.host_bytes(),
+                    bytes: key.bytes(),
                     ref_count: Arc::strong_count(key) - 1,
                     key_form: match key.key {
                         LoadedKey::Memory(_) => "memory".into(),

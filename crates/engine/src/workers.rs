@@ -55,15 +55,23 @@ pub(crate) fn synthesis_loop(s: &Shared, w: usize) {
 
 fn synthesize_unit(s: &Shared, name: &str, unit: SynthUnit) {
     let SynthUnit { job, partition: k } = unit;
+    let Some(circuits) = job.circuits() else {
+        return; // the job ended meanwhile
+    };
     let Some(key) = parameters(s, &job) else {
         return;
     };
     let bytes = partition_bytes(s, &key);
-    if bytes > s.budget.total() {
+    // The job's own key stays resident while the job runs: a witness that does not fit beside
+    // it would wait for memory forever.
+    let room = s.budget.total().saturating_sub(key.bytes());
+    if bytes > room {
         let msg = format!(
-            "a partition of {} needs about {bytes} bytes, more than the whole memory budget ({} bytes)",
-            job.circuits.params_id().circuit_id(),
-            s.budget.total()
+            "a partition of {} needs about {bytes} bytes, more than the memory budget ({} bytes) \
+             leaves beside its proving key ({} bytes)",
+            job.params_id.circuit_id(),
+            s.budget.total(),
+            key.bytes()
         );
         s.end_job(&job, JobOutcome::Failed(msg));
         return;
@@ -92,7 +100,7 @@ fn synthesize_unit(s: &Shared, name: &str, unit: SynthUnit) {
     let buffers = s.backend.scalar_pool();
     let result = catch_unwind(AssertUnwindSafe(|| {
         s.synth_pool
-            .install(|| with_pool(buffers, || synthesize(s, &job, k, &key)))
+            .install(|| with_pool(buffers, || synthesize(s, circuits.as_ref(), k, &key)))
     }));
     let took = start.elapsed();
     {
@@ -158,11 +166,16 @@ fn partition_bytes(s: &Shared, key: &Resident) -> u64 {
 /// Partition k's witness: assigned and left for the prover's products when the circuit has
 /// recorded matrices (computed here on the CPU if the backend does not), else synthesized
 /// in full.
-fn synthesize(s: &Shared, job: &Job, k: usize, key: &Resident) -> anyhow::Result<Witness> {
+fn synthesize(
+    s: &Shared,
+    circuits: &dyn zkforge_circuits::PartitionedCircuit,
+    k: usize,
+    key: &Resident,
+) -> anyhow::Result<Witness> {
     let Some(m) = &key.matrices else {
-        return job.circuits.synthesize(k);
+        return circuits.synthesize(k);
     };
-    let mut w = job.circuits.assign(k, m.clone())?;
+    let mut w = circuits.assign(k, m.clone())?;
     if !s.backend.evaluates_constraints() {
         w.evaluate()?;
     }
@@ -171,9 +184,10 @@ fn synthesize(s: &Shared, job: &Job, k: usize, key: &Resident) -> anyhow::Result
 
 /// The job's proving key, loading it on first use (the load's time goes to the job).
 fn parameters(s: &Shared, job: &Job) -> Option<Arc<Resident>> {
-    let id = job.circuits.params_id();
+    let id = &job.params_id;
     let t = Instant::now();
-    let loaded = s.srs.get(id, Some(job.circuits.as_ref()));
+    let circuits = job.circuits();
+    let loaded = s.srs.get(id, circuits.as_deref());
     match loaded {
         Ok((key, loaded_now)) => {
             if loaded_now {
@@ -327,12 +341,12 @@ fn prove_unit(
         }
     };
     // Every proof is checked before it can be returned; outside the device lock.
-    let checked = if s.config.verify_proofs {
-        job.circuits
+    let checked = match (s.config.verify_proofs, job.circuits()) {
+        (true, Some(circuits)) => circuits
             .public_inputs(k)
-            .and_then(|x| Ok(verify(unit.key.key.as_ref().vk(), &proof, &x)?))
-    } else {
-        Ok(true)
+            .and_then(|x| Ok(verify(unit.key.key.as_ref().vk(), &proof, &x)?)),
+        (true, None) => return, // the job ended meanwhile (failed elsewhere, cancelled)
+        (false, _) => Ok(true),
     };
     drop(unit);
     match checked {

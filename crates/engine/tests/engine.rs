@@ -2,44 +2,24 @@
 //! budget, priorities, cancellation, failures, idempotent submits — asserted on outcomes and
 //! TIMELINE events, never on wall time alone.
 
+mod common;
+
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use anyhow::Result;
+use common::MemorySource;
 use rand_core::SeedableRng;
 use zkforge_circuits::{ParamsId, PartitionedCircuit, ProofKind, SyntheticCircuit, SyntheticJob};
 use zkforge_engine::{
-    Engine, EngineConfig, JobOutcome, JobRequest, ParamsSource, Priority, Stage, StageEvent,
-    TimelineEvent,
+    Engine, EngineConfig, JobOutcome, JobRequest, Priority, Stage, StageEvent, TimelineEvent,
 };
 use zkforge_groth16::generator::generate_random_keys;
 use zkforge_groth16::{
-    CpuBackend, DeviceInfo, KeyRef, LoadedKey, Phase, ProveReport, ProverBackend, ProvingKey,
-    QueryLengths, QuerySums, ScalarPool, Witness,
+    CpuBackend, DeviceInfo, KeyRef, Phase, ProveReport, ProverBackend, ProvingKey, QuerySums,
+    ScalarPool, Witness,
 };
-
-/// Keys kept in memory, found by file stem (whatever the proof kind).
-struct MemorySource(HashMap<String, ProvingKey>);
-
-impl MemorySource {
-    fn key(&self, id: &ParamsId) -> Result<&ProvingKey> {
-        self.0
-            .get(&id.stem)
-            .ok_or_else(|| anyhow::anyhow!("no keys for {}", id.stem))
-    }
-}
-
-impl ParamsSource for MemorySource {
-    fn lengths(&self, id: &ParamsId) -> Result<QueryLengths> {
-        Ok(self.key(id)?.lengths())
-    }
-
-    fn load(&self, id: &ParamsId, _in_file: bool) -> Result<LoadedKey> {
-        Ok(LoadedKey::Memory(Arc::new(self.key(id)?.clone())))
-    }
-}
 
 /// The CPU backend, made slower so that the prover is the bottleneck on purpose.
 struct SlowBackend(CpuBackend, Duration);

@@ -14,6 +14,7 @@ pub mod prove;
 pub mod registry;
 pub mod shape;
 pub mod snap;
+mod untrusted;
 
 pub use params::params_id;
 pub use prove::prove_all;

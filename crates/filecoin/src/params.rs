@@ -48,7 +48,8 @@ pub fn zkforge_cache_dir() -> PathBuf {
 }
 
 /// Makes sure random test parameters of `kind` for `sector_size` exist in `dir`, generating
-/// them (minutes for 2 KiB PoRep on 2 cores) only when missing.
+/// them (minutes for 2 KiB PoRep on 2 cores) only when missing. Concurrent callers (threads or
+/// processes sharing `dir`) wait for the one generating: one set is generated, all see it.
 pub fn ensure_test_params(
     kind: ProofKind,
     sector_size: u64,
@@ -56,9 +57,14 @@ pub fn ensure_test_params(
     progress: &dyn GenProgress,
 ) -> Result<ParamsId> {
     let id = crate::registry::params_id(kind, sector_size)?;
-    if !id.params_path(dir).exists() || !id.vk_path(dir).exists() {
+    if is_complete(&id, dir) {
+        return Ok(id);
+    }
+    let _lock = ParamsLock::acquire(&id, dir)?;
+    // Another generator may have finished while this one waited for the lock.
+    if !is_complete(&id, dir) {
         tracing::info!(dir = %dir.display(), "generating {} test parameters", id.circuit_id());
-        generate(kind, sector_size, dir, &CpuFixedBase, None, progress)?;
+        generate_locked(&id, kind, sector_size, dir, &CpuFixedBase, None, progress)?;
     }
     Ok(id)
 }
@@ -76,10 +82,10 @@ pub struct Generated {
     pub params_bytes: u64,
 }
 
-/// Generates random (test-only) parameters of `kind` for `sector_size` into `dir`: records the
-/// circuit once (also kept beside them as `<stem>.r1cs`, so the prover need not record it
-/// again), then streams `.params` and `.vk` through `backend` and writes `.meta`. A `seed`
-/// fixes τ, α, β, γ, δ and the generators, hence every byte, whatever the backend.
+/// Generates random (test-only) parameters of `kind` for `sector_size` into `dir`, holding the
+/// set's [`ParamsLock`]: records the circuit once (also kept beside them as `<stem>.r1cs`, so
+/// the prover need not record it again), then streams `.params` and `.vk` through `backend`.
+/// A `seed` fixes τ, α, β, γ, δ and the generators, hence every byte, whatever the backend.
 pub fn generate(
     kind: ProofKind,
     sector_size: u64,
@@ -88,8 +94,23 @@ pub fn generate(
     seed: Option<u64>,
     progress: &dyn GenProgress,
 ) -> Result<Generated> {
-    use rand_core::SeedableRng;
     let id = crate::registry::params_id(kind, sector_size)?;
+    let _lock = ParamsLock::acquire(&id, dir)?;
+    generate_locked(&id, kind, sector_size, dir, backend, seed, progress)
+}
+
+/// [`generate`] for a caller that holds the lock; `.meta`, `.r1cs` and `.vk` are in place
+/// before `.params` (see [`is_complete`]).
+fn generate_locked(
+    id: &ParamsId,
+    kind: ProofKind,
+    sector_size: u64,
+    dir: &Path,
+    backend: &dyn FixedBaseBackend,
+    seed: Option<u64>,
+    progress: &dyn GenProgress,
+) -> Result<Generated> {
+    use rand_core::SeedableRng;
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let t = std::time::Instant::now();
     let m = crate::registry::matrices(kind, sector_size)?;
@@ -102,6 +123,7 @@ pub fn generate(
         "circuit recorded"
     );
     m.write_file(&id.matrices_path(dir))?;
+    write_meta(id, dir)?;
     let mut rng = match seed {
         Some(s) => rand_chacha::ChaCha20Rng::seed_from_u64(s),
         None => rand_chacha::ChaCha20Rng::from_entropy(),
@@ -117,9 +139,6 @@ pub fn generate(
         &id.vk_path(dir),
         progress,
     )?;
-    let meta = format!("{{\"sector_size\":{}}}", id.sector_size);
-    let meta_path = id.meta_path(dir);
-    std::fs::write(&meta_path, meta).with_context(|| format!("writing {}", meta_path.display()))?;
     Ok(Generated {
         constraints: m.num_constraints(),
         nonzeros: m.nonzeros(),
@@ -128,8 +147,42 @@ pub fn generate(
         params_bytes: std::fs::metadata(&params_path)
             .map(|m| m.len())
             .unwrap_or(0),
-        id,
+        id: id.clone(),
     })
+}
+
+/// True when the set's `.params` exists. [`write`] puts it in place last, so its presence
+/// means `.vk` and `.meta` are there too.
+fn is_complete(id: &ParamsId, dir: &Path) -> bool {
+    id.params_path(dir).exists() && id.vk_path(dir).exists()
+}
+
+/// An exclusive lock on one parameter set in a directory (`<stem>.lock`, `flock`), held while
+/// its files are generated or written: concurrent writers wait for one another. The kernel
+/// drops it when the holder exits, even by SIGKILL, so a stale lock file is harmless.
+pub struct ParamsLock {
+    _file: std::fs::File,
+}
+
+impl ParamsLock {
+    /// Waits for the lock of `id` in `dir` (created if missing).
+    pub fn acquire(id: &ParamsId, dir: &Path) -> Result<Self> {
+        use fs2::FileExt;
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let path = dir.join(format!("{}.lock", id.stem));
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .with_context(|| format!("opening {}", path.display()))?;
+        if file.try_lock_exclusive().is_err() {
+            tracing::info!(lock = %path.display(), "waiting for another writer of these parameters");
+            file.lock_exclusive()
+                .with_context(|| format!("locking {}", path.display()))?;
+        }
+        Ok(Self { _file: file })
+    }
 }
 
 /// Refuses to overwrite existing parameter files unless `force`.
@@ -144,14 +197,26 @@ pub fn check_writable(id: &ParamsId, dir: &Path, force: bool) -> Result<()> {
     Ok(())
 }
 
-/// Writes `.params`, `.vk` and `.meta` for `id` into `dir`, as storage-proofs would.
+/// Writes `.params`, `.vk` and `.meta` for `id` into `dir`, as storage-proofs would, holding
+/// the set's [`ParamsLock`]. Each file goes through a temporary name of its own and a rename.
 pub fn write(id: &ParamsId, pk: &ProvingKey, dir: &Path, force: bool) -> Result<()> {
+    let _lock = ParamsLock::acquire(id, dir)?;
     check_writable(id, dir, force)?;
+    write_files(id, pk, dir)
+}
+
+/// `.vk` and `.meta` first, `.params` last (see [`is_complete`]); the caller holds the lock.
+fn write_files(id: &ParamsId, pk: &ProvingKey, dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    pk.write_file(&id.params_path(dir))?;
     pk.vk.write_file(&id.vk_path(dir))?;
+    write_meta(id, dir)?;
+    pk.write_file(&id.params_path(dir))?;
+    Ok(())
+}
+
+/// The `.meta` file storage-proofs writes beside a parameter set.
+fn write_meta(id: &ParamsId, dir: &Path) -> Result<()> {
     let meta = format!("{{\"sector_size\":{}}}", id.sector_size);
     let meta_path = id.meta_path(dir);
-    std::fs::write(&meta_path, meta).with_context(|| format!("writing {}", meta_path.display()))?;
-    Ok(())
+    std::fs::write(&meta_path, meta).with_context(|| format!("writing {}", meta_path.display()))
 }

@@ -23,6 +23,7 @@ use zkforge_groth16::{Assignment, ConstraintMatrices, MatrixRecorder, ScalarPool
 use crate::native::{self, ChallengeSource, CircuitShape, PartitionValues, PoRepLayout};
 use crate::params::params_id;
 use crate::shape::with_tree;
+use crate::untrusted::refusing_panics;
 use crate::{ParamsId, PartitionedCircuit, ProofKind};
 
 /// The wrapper Curio and lotus-bench put around the C1 output (`c1.json`).
@@ -89,7 +90,9 @@ fn native_for_tree<Tree: 'static + MerkleTreeTrait>(
 /// Builds the partition circuits of a C1 output.
 pub fn porep_circuits(c1: SealCommitPhase1Output) -> Result<Box<dyn PartitionedCircuit>> {
     let size = u64::from(c1.registered_proof.sector_size());
-    with_tree!(size, porep_for_tree, c1)
+    refusing_panics("the C1 output's vanilla proofs", || {
+        with_tree!(size, porep_for_tree, c1)
+    })
 }
 
 /// The parameter set of a registered PoRep proof.

@@ -20,6 +20,7 @@ use zkforge_groth16::{ConstraintMatrices, MatrixRecorder, Witness};
 
 use crate::params::params_id;
 use crate::shape::with_tree;
+use crate::untrusted::refusing_panics;
 use crate::{ParamsId, PartitionedCircuit, ProofKind};
 
 /// A PoSt proving request, as the cuzk API carries it.
@@ -52,7 +53,9 @@ pub fn prover_id_from_miner(miner_id: u64) -> [u8; 32] {
 
 pub fn post_circuits(req: PostRequest) -> Result<Box<dyn PartitionedCircuit>> {
     let size = u64::from(req.registered_proof.sector_size());
-    with_tree!(size, post_for_tree, req)
+    refusing_panics("the PoSt vanilla proofs", || {
+        with_tree!(size, post_for_tree, req)
+    })
 }
 
 pub fn post_params_id(proof: RegisteredPoStProof) -> Result<ParamsId> {

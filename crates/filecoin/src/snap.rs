@@ -21,6 +21,7 @@ use zkforge_groth16::{ConstraintMatrices, MatrixRecorder, Witness};
 
 use crate::params::params_id;
 use crate::shape::with_tree;
+use crate::untrusted::refusing_panics;
 use crate::{ParamsId, PartitionedCircuit, ProofKind};
 
 /// A SnapDeals proving request, as the cuzk API carries it.
@@ -36,7 +37,9 @@ pub struct SnapRequest {
 
 pub fn snap_circuits(req: SnapRequest) -> Result<Box<dyn PartitionedCircuit>> {
     let size = u64::from(req.registered_proof.sector_size());
-    with_tree!(size, snap_for_tree, req)
+    refusing_panics("the SnapDeals vanilla proofs", || {
+        with_tree!(size, snap_for_tree, req)
+    })
 }
 
 pub fn snap_params_id(proof: RegisteredUpdateProof) -> Result<ParamsId> {

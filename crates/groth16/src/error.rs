@@ -42,6 +42,9 @@ pub enum Error {
         backend: &'static str,
         message: String,
     },
+
+    #[error(transparent)]
+    InjectedFault(#[from] crate::fault::InjectedFault),
 }
 
 impl Error {

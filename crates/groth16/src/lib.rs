@@ -14,6 +14,7 @@
 //! - [`generator`]: random (test-only) keys for a circuit, fast.
 
 pub mod error;
+pub mod fault;
 pub mod generator;
 pub mod msm;
 pub mod poly;

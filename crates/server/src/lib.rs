@@ -13,14 +13,16 @@ pub mod pb {
         tonic::include_file_descriptor_set!("cuzk_v1_descriptor");
 }
 
+pub mod access;
 mod circuit_id;
 mod http;
 mod metrics;
-mod request;
+pub mod request;
 mod serve;
 mod service;
 
+pub use access::{Access, TlsFiles};
 pub use circuit_id::parse_circuit_id;
 pub use http::serve_http;
-pub use serve::{serve, Listen};
+pub use serve::{serve, serve_with, Listen};
 pub use service::ProvingService;

@@ -14,8 +14,28 @@ use zkforge_filecoin::{porep, ProofKind};
 
 use crate::pb;
 
+/// Longest message a Status carries. It travels in an HTTP/2 header (grpc-message): a parser
+/// error that quotes the client's input (serde names the unknown variant it read) could
+/// otherwise outgrow the header limit and reach the client as a bare protocol error.
+const MAX_STATUS_MESSAGE: usize = 1024;
+
+/// `msg`, cut to [`MAX_STATUS_MESSAGE`] bytes on a character boundary, saying so.
+pub(crate) fn bounded(msg: impl std::fmt::Display) -> String {
+    let mut msg = msg.to_string();
+    if msg.len() > MAX_STATUS_MESSAGE {
+        let total = msg.len();
+        let mut cut = MAX_STATUS_MESSAGE;
+        while !msg.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        msg.truncate(cut);
+        msg.push_str(&format!("… ({} more bytes)", total - cut));
+    }
+    msg
+}
+
 fn invalid(e: impl std::fmt::Display) -> Status {
-    Status::invalid_argument(e.to_string())
+    Status::invalid_argument(bounded(e))
 }
 
 fn bytes32(field: &str, b: &[u8]) -> Result<[u8; 32], Status> {
@@ -104,4 +124,18 @@ pub fn circuits(r: &pb::SubmitProofRequest) -> Result<Arc<dyn PartitionedCircuit
     circuits
         .map(Arc::from)
         .map_err(|e| invalid(format!("{e:#}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_messages_are_cut_on_a_character_boundary() {
+        assert_eq!(bounded("short"), "short");
+        let long = "é".repeat(1000);
+        let cut = bounded(&long);
+        assert!(cut.len() < MAX_STATUS_MESSAGE + 32, "{}", cut.len());
+        assert!(cut.ends_with("(976 more bytes)"), "{cut}");
+    }
 }

@@ -5,9 +5,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
+use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Server;
 use zkforge_engine::Engine;
 
+use crate::access::{Access, SOCKET_MODE};
 use crate::pb::proving_engine_server::ProvingEngineServer;
 use crate::pb::FILE_DESCRIPTOR_SET;
 use crate::ProvingService;
@@ -52,17 +54,36 @@ impl std::str::FromStr for Listen {
     }
 }
 
-/// Serves the ProvingEngine, health and reflection services until `shutdown` resolves.
-/// `ready` gets the bound TCP address (useful with port 0) before the first request.
+/// Serves the ProvingEngine, health and reflection services until `shutdown` resolves, on
+/// loopback or a unix socket ([`serve_with`] for other addresses). `ready` gets the bound TCP
+/// address (useful with port 0) before the first request.
 pub async fn serve(
     engine: Arc<Engine>,
     listen: Listen,
     ready: impl FnOnce(Option<std::net::SocketAddr>),
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<()> {
+    serve_with(engine, listen, &Access::default(), ready, shutdown).await
+}
+
+/// As [`serve`], with clients authenticated as `access` says (checked against `listen`).
+pub async fn serve_with(
+    engine: Arc<Engine>,
+    listen: Listen,
+    access: &Access,
+    ready: impl FnOnce(Option<std::net::SocketAddr>),
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<()> {
+    let chosen = access.check(&listen)?;
+    if chosen.starts_with("INSECURE") {
+        tracing::warn!("access: {chosen}");
+    } else {
+        tracing::info!("access: {chosen}");
+    }
     let service = ProvingEngineServer::new(ProvingService::new(engine))
         .max_decoding_message_size(MAX_MESSAGE_BYTES)
         .max_encoding_message_size(MAX_MESSAGE_BYTES);
+    let service = InterceptedService::new(service, access.interceptor());
     let (mut health, health_service) = tonic_health::server::health_reporter();
     health
         .set_serving::<ProvingEngineServer<ProvingService>>()
@@ -71,7 +92,11 @@ pub async fn serve(
         .register_encoded_file_descriptor_set(FILE_DESCRIPTOR_SET)
         .build_v1()
         .context("building the reflection service")?;
-    let router = Server::builder()
+    let mut builder = Server::builder();
+    if let Some(tls) = access.tls_config()? {
+        builder = builder.tls_config(tls).context("the TLS settings")?;
+    }
+    let router = builder
         .layer(tower::util::MapResponseLayer::new(
             oversize_is_resource_exhausted,
         ))
@@ -92,17 +117,7 @@ pub async fn serve(
                 .await?;
         }
         Listen::Unix(path) => {
-            if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent)
-                    .with_context(|| format!("creating {}", parent.display()))?;
-            }
-            if path.exists() {
-                // A socket left by a previous run would make bind fail.
-                std::fs::remove_file(&path)
-                    .with_context(|| format!("removing stale {}", path.display()))?;
-            }
-            let listener = tokio::net::UnixListener::bind(&path)
-                .with_context(|| format!("binding {}", path.display()))?;
+            let listener = bind_unix(&path)?;
             tracing::info!(path = %path.display(), "serving cuzk.v1 over a unix socket");
             ready(None);
             let incoming = tokio_stream::wrappers::UnixListenerStream::new(listener);
@@ -112,4 +127,28 @@ pub async fn serve(
         }
     }
     Ok(())
+}
+
+/// Binds the socket under a temporary name, sets its mode to [`SOCKET_MODE`], then renames it
+/// into place: no client ever sees it with the umask's wider mode.
+fn bind_unix(path: &std::path::Path) -> Result<tokio::net::UnixListener> {
+    use std::os::unix::fs::PermissionsExt;
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("creating {}", parent.display()))?;
+    }
+    if path.exists() {
+        // A socket left by a previous run would make bind fail.
+        std::fs::remove_file(path).with_context(|| format!("removing stale {}", path.display()))?;
+    }
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".{}.binding", std::process::id()));
+    let tmp = path.with_file_name(name);
+    let _ = std::fs::remove_file(&tmp);
+    let listener = tokio::net::UnixListener::bind(&tmp)
+        .with_context(|| format!("binding {}", tmp.display()))?;
+    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(SOCKET_MODE))
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .with_context(|| format!("placing the socket at {}", path.display()))?;
+    Ok(listener)
 }

@@ -8,6 +8,7 @@ use zkforge_engine::{Engine, JobOutcome, JobRequest, JobResult, Priority};
 use zkforge_filecoin::registry;
 
 use crate::pb::{self, proving_engine_server::ProvingEngine};
+use crate::request::bounded;
 use crate::{metrics, parse_circuit_id, request};
 
 /// The service; cheap to clone, all clones share one engine.
@@ -63,7 +64,7 @@ impl ProvingService {
     ) -> Result<pb::AwaitProofResponse, Status> {
         let id: u64 = job_id
             .parse()
-            .map_err(|_| Status::not_found(format!("unknown job id {job_id:?}")))?;
+            .map_err(|_| Status::not_found(bounded(format!("unknown job id {job_id:?}"))))?;
         let timeout = (timeout_ms > 0).then(|| Duration::from_millis(timeout_ms));
         let result = self
             .blocking(move |e| {
@@ -109,8 +110,8 @@ fn await_response(r: JobResult) -> pb::AwaitProofResponse {
 }
 
 fn params_id(circuit_id: &str) -> Result<zkforge_filecoin::ParamsId, Status> {
-    let (kind, size) =
-        parse_circuit_id(circuit_id).map_err(|e| Status::invalid_argument(format!("{e:#}")))?;
+    let (kind, size) = parse_circuit_id(circuit_id)
+        .map_err(|e| Status::invalid_argument(bounded(format!("{e:#}"))))?;
     registry::params_id(kind, size).map_err(|e| Status::invalid_argument(format!("{e:#}")))
 }
 
@@ -153,7 +154,7 @@ impl ProvingEngine for ProvingService {
         let job_id = req.into_inner().job_id;
         let id: u64 = job_id
             .parse()
-            .map_err(|_| Status::not_found(format!("unknown job id {job_id:?}")))?;
+            .map_err(|_| Status::not_found(bounded(format!("unknown job id {job_id:?}"))))?;
         let was_running = self
             .blocking(move |e| {
                 e.cancel(id)

@@ -7,6 +7,8 @@ use clap::{Args, Subcommand};
 use serde::{Deserialize, Serialize};
 use zkforge_cuda::CudaOptions;
 use zkforge_engine::{parse_bytes, EngineConfig};
+use zkforge_server::access::read_token_file;
+use zkforge_server::{Access, TlsFiles};
 
 /// The `[daemon]` table.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -17,6 +19,11 @@ pub struct DaemonSection {
     pub params: String,
     pub backend: String,
     pub shutdown_deadline_secs: u64,
+    pub tls_cert: String,
+    pub tls_key: String,
+    pub tls_client_ca: String,
+    pub auth_token_file: String,
+    pub insecure_remote: bool,
 }
 
 impl Default for DaemonSection {
@@ -27,7 +34,38 @@ impl Default for DaemonSection {
             params: String::new(),
             backend: "auto".into(),
             shutdown_deadline_secs: 30,
+            tls_cert: String::new(),
+            tls_key: String::new(),
+            tls_client_ca: String::new(),
+            auth_token_file: String::new(),
+            insecure_remote: false,
         }
+    }
+}
+
+impl DaemonSection {
+    /// Who may connect, from the TLS and token settings (files read here, errors named).
+    pub fn access(&self) -> Result<Access> {
+        let path = |s: &str| (!s.is_empty()).then(|| PathBuf::from(s));
+        let tls = match (path(&self.tls_cert), path(&self.tls_key)) {
+            (Some(cert), Some(key)) => Some(TlsFiles {
+                cert,
+                key,
+                client_ca: path(&self.tls_client_ca),
+            }),
+            (None, None) if self.tls_client_ca.is_empty() => None,
+            _ => anyhow::bail!(
+                "daemon.tls_cert and daemon.tls_key go together (daemon.tls_client_ca needs both)"
+            ),
+        };
+        let bearer_token = path(&self.auth_token_file)
+            .map(|p| read_token_file(&p).context("daemon.auth_token_file"))
+            .transpose()?;
+        Ok(Access {
+            tls,
+            bearer_token,
+            insecure_remote: self.insecure_remote,
+        })
     }
 }
 
@@ -97,6 +135,28 @@ impl Config {
     pub fn to_toml(&self) -> String {
         toml::to_string(self).expect("the configuration serializes")
     }
+
+    /// Every check the daemon makes of its settings before starting, each error named.
+    pub fn check(&self) -> Result<()> {
+        self.engine.validate()?;
+        self.gpu.options()?;
+        let d = &self.daemon;
+        let listen: zkforge_server::Listen = d.listen.parse().context("daemon.listen")?;
+        self.daemon
+            .access()?
+            .check(&listen)
+            .context("daemon.listen")?;
+        if !d.http_listen.is_empty() {
+            d.http_listen
+                .parse::<std::net::SocketAddr>()
+                .with_context(|| {
+                    format!("daemon.http_listen {:?} is not host:port", d.http_listen)
+                })?;
+        }
+        <super::backend::BackendArg as clap::ValueEnum>::from_str(&d.backend, true)
+            .map_err(|e| anyhow::anyhow!("daemon.backend = {:?}: {e}", d.backend))?;
+        Ok(())
+    }
 }
 
 #[derive(Subcommand)]
@@ -114,15 +174,39 @@ pub struct PrintArgs {
 pub fn run(cmd: ConfigCommand) -> Result<()> {
     let ConfigCommand::Print(args) = cmd;
     let config = Config::load(args.config.as_deref())?;
-    config.engine.validate()?;
-    config.gpu.options()?;
+    config.check()?;
     print!("{}", config.to_toml());
     Ok(())
 }
 
 #[cfg(test)]
+#[path = "config_fuzz.rs"]
+mod fuzz_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn access_settings_are_checked() {
+        let d = |f: fn(&mut DaemonSection)| {
+            let mut c = Config::default();
+            f(&mut c.daemon);
+            c
+        };
+        assert!(Config::default().check().is_ok());
+        let half_tls = d(|d| d.tls_cert = "server.pem".into());
+        assert!(format!("{:#}", half_tls.check().unwrap_err()).contains("go together"));
+        let open = d(|d| d.listen = "0.0.0.0:9820".into());
+        assert!(format!("{:#}", open.check().unwrap_err()).contains("--insecure-remote"));
+        let told = d(|d| {
+            d.listen = "0.0.0.0:9820".into();
+            d.insecure_remote = true;
+        });
+        assert!(told.check().is_ok());
+        let missing = d(|d| d.auth_token_file = "/no/such/token".into());
+        assert!(format!("{:#}", missing.check().unwrap_err()).contains("auth_token_file"));
+    }
 
     #[test]
     fn the_example_file_states_the_defaults() {

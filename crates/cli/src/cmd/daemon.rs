@@ -8,7 +8,7 @@ use clap::Args;
 use clap::ValueEnum;
 use zkforge_engine::{Engine, ParamsDir};
 use zkforge_filecoin::params;
-use zkforge_server::{serve, serve_http, Listen};
+use zkforge_server::{serve_http, serve_with, Listen};
 
 use super::backend::{self, BackendArg};
 use super::config::Config;
@@ -30,6 +30,10 @@ pub struct DaemonArgs {
     /// Prover backend [config: daemon.backend].
     #[arg(long, value_enum)]
     backend: Option<BackendArg>,
+    /// Serve an address other machines can reach without TLS and client authentication
+    /// [config: daemon.insecure_remote].
+    #[arg(long)]
+    insecure_remote: bool,
 }
 
 pub fn run(args: DaemonArgs) -> Result<()> {
@@ -44,6 +48,7 @@ pub fn run(args: DaemonArgs) -> Result<()> {
     if let Some(v) = args.params {
         d.params = v.display().to_string();
     }
+    d.insecure_remote |= args.insecure_remote;
     let backend_arg = match args.backend {
         Some(b) => b,
         None => BackendArg::from_str(&d.backend, true)
@@ -53,6 +58,9 @@ pub fn run(args: DaemonArgs) -> Result<()> {
         tracing::info!("config: {line}");
     }
     let listen: Listen = config.daemon.listen.parse()?;
+    // Checked before anything heavy starts: a refused address fails at once.
+    let access = config.daemon.access()?;
+    access.check(&listen).context("daemon.listen")?;
     let http: Option<std::net::SocketAddr> = match config.daemon.http_listen.as_str() {
         "" => None,
         s => Some(
@@ -60,6 +68,9 @@ pub fn run(args: DaemonArgs) -> Result<()> {
                 .with_context(|| format!("daemon.http_listen {s:?} is not host:port"))?,
         ),
     };
+    if let Some(addr) = http.filter(|a| !a.ip().is_loopback()) {
+        tracing::warn!(%addr, "/status and /metrics are served without TLS to other machines (read-only)");
+    }
     let explicit = (!config.daemon.params.is_empty()).then(|| PathBuf::from(&config.daemon.params));
     let dir = params::parameter_dir(explicit.as_deref());
     tracing::info!(params = %dir.display(), "parameter directory");
@@ -97,7 +108,7 @@ pub fn run(args: DaemonArgs) -> Result<()> {
                 );
             });
         };
-        let result = serve(engine, listen, |_| {}, shutdown).await;
+        let result = serve_with(engine, listen, &access, |_| {}, shutdown).await;
         let _ = stop_tx.send(true);
         if let Some(t) = http_task {
             t.await.context("the HTTP task")??;

@@ -2,8 +2,10 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::backend::{self, BackendArg};
+use crate::progress::ProveBar;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
@@ -125,7 +127,14 @@ pub fn run(cmd: ProveCommand) -> anyhow::Result<()> {
         }
     };
     let dir = params::parameter_dir(output.params.as_deref());
-    let (proof, _) = prove(circuits, &dir, backend)?;
+    let partitions = circuits.partitions();
+    let (proof, t) = prove(circuits, &dir, backend)?;
+    eprintln!(
+        "proved {partitions} partition(s) in {:.1} s (synthesis {:.1} s, prove {:.1} s), verified",
+        t.total_ms / 1e3,
+        t.synthesis_sum_ms / 1e3,
+        t.prove_ms / 1e3
+    );
     match output.out {
         Some(path) => {
             std::fs::write(&path, &proof).with_context(|| format!("writing {}", path.display()))?
@@ -174,14 +183,26 @@ pub fn prove(
         backend,
         Box::new(ParamsDir(dir.to_path_buf())),
     )?;
+    let partitions = circuits.partitions();
+    let bar = ProveBar::new(&circuits.params_id().circuit_id(), partitions);
     let id = engine.submit(JobRequest {
         request_id: None,
         circuits: Arc::from(circuits),
         priority: None,
     })?;
-    let result = engine
-        .wait(id, None)?
-        .context("the engine returned no result")?;
+    let result = loop {
+        if let Some(r) = engine.wait(id, Some(Duration::from_millis(250)))? {
+            break r;
+        }
+        let unfinished = engine
+            .status()
+            .partitions
+            .iter()
+            .filter(|p| p.job == id)
+            .count();
+        bar.set_done(partitions - unfinished.min(partitions));
+    };
+    bar.finish();
     match result.outcome {
         JobOutcome::Completed(proof) => Ok((proof, result.timings)),
         JobOutcome::Failed(msg) => anyhow::bail!("{msg}"),

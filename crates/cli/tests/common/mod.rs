@@ -1,4 +1,7 @@
-//! What the CLI test files share: the binary under test and a run that must succeed.
+//! What the CLI test files share: the binary under test, a run that must succeed, and a
+//! daemon process. Each test file uses a part of it.
+
+#![allow(dead_code)]
 
 use std::process::Command;
 
@@ -16,4 +19,99 @@ pub fn run_ok(cmd: &mut Command) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     stdout
+}
+
+/// A `zkforge daemon` process on a unix socket (CPU backend), killed if still running on drop.
+pub struct DaemonProcess {
+    pub child: std::process::Child,
+    pub socket: std::path::PathBuf,
+    pub log: std::path::PathBuf,
+}
+
+impl DaemonProcess {
+    /// Starts a daemon with `args` added, logging to `log`, and waits until it serves.
+    pub fn start(
+        params: &std::path::Path,
+        socket: &std::path::Path,
+        log: &std::path::Path,
+        args: &[&str],
+    ) -> Self {
+        let child = zkforge()
+            .arg("daemon")
+            .arg(format!("--listen=unix://{}", socket.display()))
+            .arg("--backend=cpu")
+            .arg("--params")
+            .arg(params)
+            .args(args)
+            .env_remove("RUST_LOG")
+            .stderr(std::fs::File::create(log).unwrap())
+            .spawn()
+            .unwrap();
+        let d = Self {
+            child,
+            socket: socket.to_path_buf(),
+            log: log.to_path_buf(),
+        };
+        d.wait_for_log("serving cuzk.v1", std::time::Duration::from_secs(60));
+        d
+    }
+
+    /// Waits until the daemon's log contains `text`.
+    pub fn wait_for_log(&self, text: &str, timeout: std::time::Duration) {
+        Self::wait_for_log_in(&self.log, text, timeout)
+    }
+
+    /// Waits until the log file `log` contains `text`.
+    pub fn wait_for_log_in(log: &std::path::Path, text: &str, timeout: std::time::Duration) {
+        let t = std::time::Instant::now();
+        while !std::fs::read_to_string(log)
+            .unwrap_or_default()
+            .contains(text)
+        {
+            assert!(
+                t.elapsed() < timeout,
+                "no {text:?} in the daemon log within {timeout:?}:\n{}",
+                std::fs::read_to_string(log).unwrap_or_default()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+
+    pub fn addr(&self) -> zkforge_bench_client::DaemonAddr {
+        zkforge_bench_client::DaemonAddr::Unix(self.socket.clone())
+    }
+
+    fn signal(&mut self, signal: i32) {
+        // SAFETY: a plain kill(2) on our own child's pid.
+        unsafe { libc::kill(self.child.id() as i32, signal) };
+        self.child.wait().unwrap();
+    }
+
+    /// SIGKILL: no chance to clean up, as a crash or the OOM killer.
+    pub fn kill(&mut self) {
+        self.signal(libc::SIGKILL);
+    }
+
+    /// SIGTERM: the daemon's graceful stop.
+    pub fn stop(&mut self) {
+        self.signal(libc::SIGTERM);
+    }
+}
+
+impl Drop for DaemonProcess {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Resident memory of process `pid` now, in KiB (`VmRSS`).
+pub fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }

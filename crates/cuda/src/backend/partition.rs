@@ -2,12 +2,12 @@
 //! outside the kernel lock, then inside it the constraint products (when synthesis left them
 //! to the device), the h step, and the five MSMs — each a phase timed with device events.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use blstrs::{G1Projective, G2Projective};
 use zkforge_groth16::msm::{msm, msm_with_density, G1, G2};
 use zkforge_groth16::poly::Domain;
-use zkforge_groth16::{reaper, KeyRef, Phase, ProveReport, QuerySums, Witness};
+use zkforge_groth16::{fault, reaper, KeyRef, Phase, ProveReport, QuerySums, Witness};
 
 use super::gpu::{AuxQueries, Gpu, InputBases, KeyBases, Placement, ResidentMatrices};
 use super::streamed::msm_streamed;
@@ -73,14 +73,19 @@ pub(crate) fn query_sums(
     let (n_in, b_in) = (w.inputs.len(), w.b_input_density.count());
     let (a_n, b_n) = (w.a_aux_density.count(), w.b_aux_density.count());
     let bytes = footprint(domain, w.aux.len(), a_n, b_n);
-    let bases = gpu.bases(key, n_in, b_in, bytes)?;
-    let matrices = w.matrices.as_ref().map(|m| gpu.matrices(m)).transpose()?;
+    let bases = when_room(|| gpu.bases(key, n_in, b_in, bytes))?;
+    let matrices = w
+        .matrices
+        .as_ref()
+        .map(|m| when_room(|| gpu.matrices(m)))
+        .transpose()?;
     let inputs = input_sums(&bases.inputs, &w);
     let dev = gpu.handle()?;
     let _vram = gpu.vram.reserve(bytes, "a partition")?;
 
     let start = since(t0);
-    let (up, h2d_ms) = timed(&dev, |d| upload(d, &w, domain, matrices))?;
+    fault::check("h2d")?;
+    let (up, h2d_ms) = when_room(|| timed(&dev, |d| upload(d, &w, domain, matrices.clone())))?;
     report.phases.push(Phase {
         name: "h2d",
         start_ms: start,
@@ -96,6 +101,41 @@ pub(crate) fn query_sums(
     let sums = kernels(&dev, key, &bases, up, inputs, domain, t0, report);
     report.locked_ms = since(locked);
     sums
+}
+
+/// How long a partition waits for device memory held outside zkforge before its job fails.
+const FOREIGN_VRAM_WAIT: Duration = Duration::from_secs(120);
+
+/// Retries `f` while the device is out of memory. The VRAM budget accounts for zkforge's own
+/// use, but another process may take device memory at any time: a key's upload or a witness's
+/// then waits for room (up to [`FOREIGN_VRAM_WAIT`]) instead of failing the job. Both hold
+/// nothing on the device when they fail, and the witness stays on the host until the upload
+/// succeeds. (Scratch allocated later by the kernels is not retried: its job fails, named.)
+fn when_room<R>(mut f: impl FnMut() -> Result<R, CudaError>) -> Result<R, CudaError> {
+    let since = Instant::now();
+    let mut warned = false;
+    loop {
+        match f() {
+            Err(CudaError::OutOfMemory(e)) if since.elapsed() < FOREIGN_VRAM_WAIT => {
+                if !warned {
+                    tracing::warn!(
+                        "device out of memory ({e}), held outside zkforge? waiting for room"
+                    );
+                    warned = true;
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            done => {
+                if warned && done.is_ok() {
+                    tracing::warn!(
+                        waited_ms = since.elapsed().as_millis() as u64,
+                        "device memory free again"
+                    );
+                }
+                return done;
+            }
+        }
+    }
 }
 
 /// Runs `f` on `dev`'s stream; its result and the device time it took, in ms.
@@ -176,7 +216,9 @@ fn kernels(
             d.constraint_products(&matrices.device, &inputs, &aux, domain)
         })?,
     };
+    fault::check("ntt")?;
     let h = phase(dev, "ntt", t0, report, |d| d.h_from_device(a, b, c))?;
+    fault::check("msm")?;
     phase(dev, "msm", t0, report, |d| match &bases.placement {
         Placement::Resident(q) => Ok(QuerySums {
             h: d.msm_g1_resident(&q.h, &h)?,

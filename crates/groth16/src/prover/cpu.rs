@@ -47,9 +47,11 @@ impl CpuBackend {
             (take(&mut w.a), take(&mut w.b), take(&mut w.c))
         };
         let (inputs, aux) = (&w.inputs[..], &w.aux[..]);
+        crate::fault::check("ntt")?;
         let t = std::time::Instant::now();
         let h = h_coefficients(a, b, c)?;
         let h_ms = t.elapsed().as_secs_f64() * 1e3;
+        crate::fault::check("msm")?;
         let t = std::time::Instant::now();
         let n_in = inputs.len();
         let b_in = w.b_input_density.count();

@@ -2,6 +2,7 @@
 
 use std::io::{BufWriter, Write};
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::codec::{encode_all, Encoded};
 use super::{ProvingKey, VerifyingKey};
@@ -45,16 +46,25 @@ impl ProvingKey {
     }
 }
 
+/// A temporary name next to `path` that no other writer uses: `<name>.<pid>-<n>.partial`.
+/// Two writers of the same file (two threads, two processes sharing a parameter directory)
+/// each write their own temporary file and rename it; a shared name would let one rename the
+/// other's file away.
+fn temporary_name(path: &Path) -> std::path::PathBuf {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".{}-{n}.partial", std::process::id()));
+    path.with_file_name(name)
+}
+
 /// Writes through a temporary name and renames, so a crash never leaves a half-written key
-/// under the real name.
+/// under the real name and a reader never sees one.
 fn write_file(
     path: &Path,
     body: impl FnOnce(&mut BufWriter<std::fs::File>) -> std::io::Result<()>,
 ) -> Result<()> {
-    let tmp = path.with_extension(format!(
-        "{}.partial",
-        path.extension().and_then(|e| e.to_str()).unwrap_or("tmp")
-    ));
+    let tmp = temporary_name(path);
     let run = || -> std::io::Result<()> {
         let mut w = BufWriter::with_capacity(1 << 22, std::fs::File::create(&tmp)?);
         body(&mut w)?;
@@ -65,4 +75,23 @@ fn write_file(
         let _ = std::fs::remove_file(&tmp);
         Error::io(path, e)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::temporary_name;
+    use std::path::Path;
+
+    #[test]
+    fn temporary_names_are_unique_and_beside_the_file() {
+        let p = Path::new("/params/v28-x.params");
+        let (a, b) = (temporary_name(p), temporary_name(p));
+        assert_ne!(a, b);
+        assert_eq!(a.parent(), p.parent());
+        let name = a.file_name().unwrap().to_str().unwrap();
+        assert!(
+            name.starts_with("v28-x.params.") && name.ends_with(".partial"),
+            "{name}"
+        );
+    }
 }

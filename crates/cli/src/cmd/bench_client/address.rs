@@ -88,6 +88,21 @@ async fn channel(addr: &DaemonAddr, timeout: Duration) -> Result<Channel> {
     }
 }
 
+/// The gRPC code of a failed call. tonic reports a connection that broke under a call (the
+/// daemon died) as UNKNOWN "transport error", and a call sent on it afterwards as CANCELLED
+/// "operation was canceled", though this client cancelled nothing; gRPC's code for both, and
+/// what clients such as Curio's see and retry on, is UNAVAILABLE.
+pub fn status_code(s: &tonic::Status) -> tonic::Code {
+    let transport = std::error::Error::source(s)
+        .is_some_and(|e| e.downcast_ref::<tonic::transport::Error>().is_some());
+    let broken = matches!(s.code(), tonic::Code::Unknown | tonic::Code::Cancelled);
+    if broken && transport {
+        tonic::Code::Unavailable
+    } else {
+        s.code()
+    }
+}
+
 /// Connects and checks that a ProvingEngine answers (GetStatus), all within `timeout`.
 pub async fn connect(addr: &DaemonAddr, timeout: Duration) -> Result<Client> {
     let attempt = async {

@@ -12,7 +12,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use zkforge_server::pb;
 
-use super::address::{connect, Client, DaemonAddr};
+use super::address::{connect, status_code, Client, DaemonAddr};
 use super::input::ProofInput;
 use super::report::proof_line;
 
@@ -156,7 +156,7 @@ async fn prove_one(
     match client.submit_proof(config.input.request(&request_id)).await {
         Ok(resp) => r.job_id = resp.into_inner().job_id,
         Err(s) => {
-            r.error = format!("{:?}: {}", s.code(), s.message());
+            r.error = format!("{:?}: {}", status_code(&s), s.message());
             r.client_ms = t.elapsed().as_secs_f64() * 1e3;
             return r;
         }
@@ -193,7 +193,7 @@ async fn prove_one(
         }
         Some(Err(s)) => {
             r.status = "FAILED".into();
-            r.error = format!("AwaitProof {:?}: {}", s.code(), s.message());
+            r.error = format!("AwaitProof {:?}: {}", status_code(&s), s.message());
         }
     }
     r
@@ -212,9 +212,17 @@ fn record_result(r: &mut ProofRecord, a: pb::AwaitProofResponse) {
     r.proof = a.proof;
 }
 
+/// Writes through a temporary name and renames: a killed client never leaves half a proof.
 fn save(dir: &std::path::Path, r: &mut ProofRecord) -> Result<()> {
     let path = dir.join(format!("proof-{:04}.bin", r.index));
-    std::fs::write(&path, &r.proof).with_context(|| format!("writing {}", path.display()))?;
+    let tmp = dir.join(format!(
+        "proof-{:04}.bin.{}.partial",
+        r.index,
+        std::process::id()
+    ));
+    std::fs::write(&tmp, &r.proof)
+        .and_then(|()| std::fs::rename(&tmp, &path))
+        .with_context(|| format!("writing {}", path.display()))?;
     r.saved_to = Some(path);
     Ok(())
 }

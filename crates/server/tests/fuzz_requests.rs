@@ -1,0 +1,424 @@
+//! Fuzzed SubmitProofRequests: every field drawn from valid values, edge values and garbage
+//! (proof kinds, sector sizes, registered_proof numbers, priorities, empty and garbage payloads,
+//! real payloads of the wrong kind, short and long byte fields), converted the way the daemon
+//! does (`request::circuits`, then the priority), plus circuit ids and job ids. Every case is
+//! accepted or refused with INVALID_ARGUMENT and a message; never a panic, an allocation sized
+//! by the input, or a slow case. A few hundred of them then go over gRPC to a running daemon,
+//! which answers each with a named code and keeps serving.
+
+#[path = "../../groth16/tests/support/fuzz.rs"]
+mod fuzz;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use proptest::prelude::*;
+use proptest::strategy::ValueTree;
+use proptest::test_runner::TestRunner;
+use tokio::sync::oneshot;
+use tonic::Code;
+use zkforge_engine::{Engine, EngineConfig, ParamsDir, Priority};
+use zkforge_filecoin::fixtures::{self, read_base64_list};
+use zkforge_filecoin::ProofKind;
+use zkforge_groth16::CpuBackend;
+use zkforge_server::pb::{self, proving_engine_client::ProvingEngineClient};
+use zkforge_server::{parse_circuit_id, request, serve, Listen};
+
+#[global_allocator]
+static ALLOC: fuzz::Recording = fuzz::Recording;
+
+/// The real payloads of a sealed 2 KiB sector, to mix (rightly or wrongly) into requests.
+struct Payloads {
+    c1: Vec<u8>,
+    post_json: Vec<u8>,
+    post: Vec<Vec<u8>>,
+    snap: Vec<Vec<u8>>,
+    randomness: Vec<u8>,
+    comm: Vec<u8>,
+}
+
+fn payloads() -> (tempfile::TempDir, Payloads) {
+    let dir = tempfile::tempdir().unwrap();
+    let m = fixtures::make(2048, dir.path(), 91).unwrap();
+    let read = |p: &std::path::Path| std::fs::read(dir.path().join(p)).unwrap();
+    let post_json = read(&m.winning_post().unwrap().vanilla);
+    let p = Payloads {
+        c1: read(&m.c1_wrapper),
+        post: read_base64_list(&post_json).unwrap(),
+        post_json,
+        snap: read_base64_list(&read(&m.snap().unwrap().vanilla)).unwrap(),
+        randomness: fixtures::unhex32(&m.winning_post().unwrap().randomness)
+            .unwrap()
+            .to_vec(),
+        comm: fixtures::unhex32(&m.snap().unwrap().comm_r_new)
+            .unwrap()
+            .to_vec(),
+    };
+    (dir, p)
+}
+
+/// Which payload a byte field gets.
+#[derive(Clone, Copy, Debug)]
+enum Pick {
+    Empty,
+    Garbage,
+    C1,
+    PostJson,
+    Truncated,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum PickList {
+    Empty,
+    Post,
+    Snap,
+    Garbage,
+    ManyEmpty,
+}
+
+/// A request, as choices to be filled from the payloads.
+#[derive(Clone, Debug)]
+struct Shape {
+    request_id: String,
+    proof_kind: i32,
+    sector_size: u64,
+    registered_proof: u64,
+    priority: i32,
+    vanilla_proof: Pick,
+    vanilla_proofs: PickList,
+    miner_id: u64,
+    randomness: (usize, bool),
+    partition_index: u32,
+    comms: [(usize, bool); 3],
+    garbage: Vec<u8>,
+}
+
+fn shape() -> impl Strategy<Value = Shape> {
+    let kind = prop_oneof![0i32..=5, Just(-1), Just(i32::MAX), any::<i32>()];
+    let size = prop_oneof![
+        Just(0u64),
+        Just(2048),
+        Just(8 << 20),
+        Just(512 << 20),
+        Just(32 << 30),
+        Just(64 << 30),
+        Just(u64::MAX),
+        any::<u64>(),
+    ];
+    let pick = prop_oneof![
+        Just(Pick::Empty),
+        Just(Pick::Garbage),
+        Just(Pick::C1),
+        Just(Pick::PostJson),
+        Just(Pick::Truncated),
+    ];
+    let list = prop_oneof![
+        Just(PickList::Empty),
+        Just(PickList::Post),
+        Just(PickList::Snap),
+        Just(PickList::Garbage),
+        Just(PickList::ManyEmpty),
+    ];
+    // A byte field: its length (32 is right) and whether it holds the real value.
+    let field = (
+        prop_oneof![Just(32usize), Just(0), 0usize..70],
+        any::<bool>(),
+    );
+    (
+        (".{0,20}", kind, size, any::<u64>(), -2i32..7),
+        (pick, list, any::<u64>(), field.clone(), any::<u32>()),
+        (
+            [field.clone(), field.clone(), field],
+            prop::collection::vec(any::<u8>(), 0..300),
+        ),
+    )
+        .prop_map(
+            |(
+                (request_id, proof_kind, sector_size, registered_proof, priority),
+                (vanilla_proof, vanilla_proofs, miner_id, randomness, partition_index),
+                (comms, garbage),
+            )| Shape {
+                request_id,
+                proof_kind,
+                sector_size,
+                registered_proof,
+                priority,
+                vanilla_proof,
+                vanilla_proofs,
+                miner_id,
+                randomness,
+                partition_index: partition_index % 4,
+                comms,
+                garbage,
+            },
+        )
+}
+
+fn bytes_field((len, real): (usize, bool), value: &[u8], garbage: &[u8]) -> Vec<u8> {
+    let source = if real { value } else { garbage };
+    source.iter().copied().cycle().take(len).collect()
+}
+
+fn build(s: &Shape, p: &Payloads) -> pb::SubmitProofRequest {
+    let g = if s.garbage.is_empty() {
+        &[0u8][..]
+    } else {
+        &s.garbage[..]
+    };
+    pb::SubmitProofRequest {
+        request_id: s.request_id.clone(),
+        proof_kind: s.proof_kind,
+        sector_size: s.sector_size,
+        registered_proof: s.registered_proof,
+        priority: s.priority,
+        vanilla_proof: match s.vanilla_proof {
+            Pick::Empty => Vec::new(),
+            Pick::Garbage => s.garbage.clone(),
+            Pick::C1 => p.c1.clone(),
+            Pick::PostJson => p.post_json.clone(),
+            Pick::Truncated => p.c1[..p.c1.len() / 2].to_vec(),
+        },
+        vanilla_proofs: match s.vanilla_proofs {
+            PickList::Empty => Vec::new(),
+            PickList::Post => p.post.clone(),
+            PickList::Snap => p.snap.clone(),
+            PickList::Garbage => vec![s.garbage.clone(); 3],
+            PickList::ManyEmpty => vec![Vec::new(); 1000],
+        },
+        sector_number: 0,
+        miner_id: s.miner_id,
+        randomness: bytes_field(s.randomness, &p.randomness, g),
+        partition_index: s.partition_index,
+        comm_r_old: bytes_field(s.comms[0], &p.comm, g),
+        comm_r_new: bytes_field(s.comms[1], &p.comm, g),
+        comm_d_new: bytes_field(s.comms[2], &p.comm, g),
+    }
+}
+
+/// What the daemon does with a request before queueing it.
+#[allow(clippy::result_large_err)] // tonic's Status, as the daemon returns it
+fn convert(r: &pb::SubmitProofRequest) -> Result<(), tonic::Status> {
+    let circuits = request::circuits(r)?;
+    Priority::from_wire(r.priority, circuits.kind())
+        .ok_or_else(|| tonic::Status::invalid_argument("priority"))?;
+    Ok(())
+}
+
+#[test]
+fn fuzzed_requests_are_accepted_or_refused_by_name() {
+    let (_dir, p) = payloads();
+    let limits = fuzz::Limits {
+        allocation: 64 << 20,
+        time: Duration::from_secs(10),
+    };
+    fuzz::run_target(
+        "SubmitProofRequest fields",
+        shape(),
+        limits,
+        |s| match convert(&build(&s, &p)) {
+            Ok(()) => Ok(true),
+            Err(st) if st.code() == Code::InvalidArgument && !st.message().is_empty() => Ok(false),
+            Err(st) => Err(format!("{:?}: {}", st.code(), st.message())),
+        },
+    );
+
+    let small = fuzz::Limits {
+        allocation: 1 << 20,
+        time: Duration::from_secs(1),
+    };
+    let ids = prop_oneof![
+        (
+            prop_oneof![
+                "porep",
+                "snap",
+                "wpost",
+                "window-post",
+                "winning",
+                "winning-post",
+                ".{0,8}"
+            ],
+            prop_oneof![
+                "2KiB",
+                "8MiB",
+                "512MiB",
+                "32GiB",
+                "64GiB",
+                "32g",
+                "64g",
+                "[0-9]{1,12}[a-zA-Z]{0,4}"
+            ],
+        )
+            .prop_map(|(k, s)| format!("{k}-{s}")),
+        ".{0,24}",
+    ];
+    fuzz::run_target(
+        "circuit ids",
+        ids,
+        small,
+        |id: String| match parse_circuit_id(&id) {
+            Ok((_, size)) if size > 0 => Ok(true),
+            Ok(other) => Err(format!("{id:?} parsed to {other:?}")),
+            Err(e) if !e.to_string().is_empty() => Ok(false),
+            Err(_) => Err("an error without a message".into()),
+        },
+    );
+    let small = fuzz::Limits {
+        allocation: 1 << 20,
+        time: Duration::from_secs(1),
+    };
+    fuzz::run_target(
+        "request kinds and priorities",
+        (
+            prop_oneof![-2i32..8, any::<i32>()],
+            prop_oneof![-2i32..8, any::<i32>()],
+        ),
+        small,
+        |(k, pr)| {
+            let kind = request::kind_of(k);
+            match (kind, Priority::from_wire(pr, ProofKind::PoRep)) {
+                (Ok(_), _) if !(1..=4).contains(&k) => Err(format!("kind {k} accepted")),
+                (_, Some(_)) if !(0..=4).contains(&pr) => Err(format!("priority {pr} accepted")),
+                (Err(st), _) if st.code() != Code::InvalidArgument => Err(format!("{st}")),
+                (k, pr) => Ok(k.is_ok() && pr.is_some()),
+            }
+        },
+    );
+}
+
+#[test]
+fn fuzzed_requests_over_grpc_get_named_answers_and_the_daemon_keeps_serving() {
+    // Not while a target above records allocations: this test's would count.
+    let _alone = fuzz::exclusive();
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(over_grpc());
+}
+
+async fn over_grpc() {
+    let (_dir, p) = payloads();
+    // No parameters: a request that passes conversion is queued and its job fails, named.
+    let params = tempfile::tempdir().unwrap();
+    let engine = Engine::start(
+        EngineConfig {
+            synthesis_workers: 1,
+            ..Default::default()
+        },
+        Arc::new(CpuBackend::new()),
+        Box::new(ParamsDir(params.path().to_path_buf())),
+    )
+    .unwrap();
+    let sock_dir = tempfile::tempdir().unwrap();
+    let sock = sock_dir.path().join("d.sock");
+    let (stop, stopped) = oneshot::channel::<()>();
+    let (ready_tx, ready_rx) = oneshot::channel();
+    let server = tokio::spawn(serve(
+        Arc::new(engine),
+        Listen::Unix(sock.clone()),
+        move |_| {
+            let _ = ready_tx.send(());
+        },
+        async {
+            let _ = stopped.await;
+        },
+    ));
+    ready_rx.await.unwrap();
+    let channel = tonic::transport::Endpoint::from_static("http://localhost")
+        .connect_with_connector(tower::service_fn(move |_| {
+            let sock = sock.clone();
+            async move {
+                Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(
+                    tokio::net::UnixStream::connect(sock).await?,
+                ))
+            }
+        }))
+        .await
+        .unwrap();
+    let mut c = ProvingEngineClient::new(channel);
+
+    let mut runner = TestRunner::deterministic();
+    let (mut accepted, mut refused) = (0, 0);
+    for _ in 0..300 {
+        let s = shape().new_tree(&mut runner).unwrap().current();
+        match c.submit_proof(build(&s, &p)).await {
+            Ok(r) => {
+                accepted += 1;
+                // Queued, then failed for want of parameters: a named FAILED, not a hang.
+                let job_id = r.into_inner().job_id;
+                let a = c
+                    .await_proof(pb::AwaitProofRequest {
+                        job_id,
+                        timeout_ms: 60_000,
+                    })
+                    .await
+                    .unwrap()
+                    .into_inner();
+                assert_eq!(a.status(), pb::ProofStatus::Failed, "{a:?}");
+                assert!(
+                    a.error_message.contains("missing parameters"),
+                    "{}",
+                    a.error_message
+                );
+            }
+            Err(st) => {
+                refused += 1;
+                assert_eq!(st.code(), Code::InvalidArgument, "{}: {s:?}", st.message());
+                assert!(!st.message().is_empty());
+            }
+        }
+    }
+    // A valid request among them: queued, then FAILED for want of parameters, named.
+    let valid = pb::SubmitProofRequest {
+        proof_kind: pb::ProofKind::WinningPost as i32,
+        sector_size: 2048,
+        vanilla_proofs: p.post.clone(),
+        randomness: p.randomness.clone(),
+        ..Default::default()
+    };
+    let job_id = c.submit_proof(valid).await.unwrap().into_inner().job_id;
+    let a = c
+        .await_proof(pb::AwaitProofRequest {
+            job_id,
+            timeout_ms: 60_000,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(a.status(), pb::ProofStatus::Failed, "{a:?}");
+    assert!(
+        a.error_message.contains("missing parameters"),
+        "{}",
+        a.error_message
+    );
+    println!("gRPC: 300 fuzzed requests, {accepted} queued, {refused} refused");
+    assert!(refused > 0);
+    // Errors quoting a long client string stay within what an HTTP/2 header carries.
+    let long = "x".repeat(100_000);
+    let st = c
+        .await_proof(pb::AwaitProofRequest {
+            job_id: long.clone(),
+            timeout_ms: 1,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(st.code(), Code::NotFound, "{}", st.message());
+    let st = c
+        .preload_srs(pb::PreloadSrsRequest {
+            circuit_id: long.clone(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(st.code(), Code::InvalidArgument, "{}", st.message());
+    let mut r = build(&shape().new_tree(&mut runner).unwrap().current(), &p);
+    r.proof_kind = 1;
+    r.vanilla_proof = format!("{{\"registered_proof\": \"{long}\"}}").into_bytes();
+    let st = c.submit_proof(r).await.unwrap_err();
+    assert_eq!(st.code(), Code::InvalidArgument, "{}", st.message());
+    assert!(st.message().len() < 2048, "{} bytes", st.message().len());
+    // Still serving.
+    c.get_status(pb::GetStatusRequest {}).await.unwrap();
+    let _ = stop.send(());
+    server.await.unwrap().unwrap();
+}
