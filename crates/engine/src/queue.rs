@@ -78,9 +78,17 @@ impl<T> UnitQueue<T> {
     }
 
     /// Adds a unit, waiting while the queue is full; gives the unit back if the queue closed.
+    /// A unit of higher priority than everything queued does not wait for room: an urgent
+    /// proof (a WindowPoSt with a deadline) must not queue behind a full batch of PoRep
+    /// partitions. Memory stays bounded: every unit already holds its budget reservation.
     pub fn push(&self, key: UnitKey, item: T) -> Result<(), T> {
         let mut q = self.lock();
-        while q.heap.len() >= self.capacity && !q.closed {
+        while q.heap.len() >= self.capacity
+            && !q.closed
+            && q.heap
+                .peek()
+                .is_none_or(|top| top.key.priority >= key.priority)
+        {
             q = self.not_full.wait(q).unwrap_or_else(|e| e.into_inner());
         }
         if q.closed {
@@ -117,6 +125,11 @@ impl<T> UnitQueue<T> {
         drop(q);
         self.not_full.notify_all();
         gone.into_iter().map(|e| e.item).collect()
+    }
+
+    /// The highest priority queued, if any.
+    pub fn top_priority(&self) -> Option<Priority> {
+        self.lock().heap.peek().map(|e| e.key.priority)
     }
 
     /// Counts the units matching `f`.
@@ -165,5 +178,18 @@ mod tests {
         q.close();
         assert_eq!(q.pop(), None, "closing stops the takers at once");
         assert_eq!(q.push(UnitKey::new(Priority::Low, 3, 0), 3), Err(3));
+    }
+
+    #[test]
+    fn a_higher_priority_unit_does_not_wait_for_room() {
+        let q = UnitQueue::new(1);
+        q.push(UnitKey::new(Priority::Normal, 1, 0), 1).unwrap();
+        assert_eq!(q.top_priority(), Some(Priority::Normal));
+        // Full, but Critical outranks everything queued: in at once, and out first.
+        q.push(UnitKey::new(Priority::Critical, 2, 0), 2).unwrap();
+        assert_eq!(q.top_priority(), Some(Priority::Critical));
+        assert_eq!(q.pop(), Some(2));
+        assert_eq!(q.pop(), Some(1));
+        assert_eq!(q.top_priority(), None);
     }
 }

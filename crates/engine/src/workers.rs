@@ -76,7 +76,22 @@ fn synthesize_unit(s: &Shared, name: &str, unit: SynthUnit) {
         s.end_job(&job, JobOutcome::Failed(msg));
         return;
     }
-    let Some(reservation) = s.budget.reserve_or(bytes, POLL, || job.stopped()) else {
+    // While it waits for memory, a more urgent unit arriving takes its turn: this one goes
+    // back to the queue (preemption at a partition boundary, before any work is done).
+    let outranked = || {
+        s.synth_queue
+            .top_priority()
+            .is_some_and(|p| p > job.priority)
+    };
+    let Some(reservation) = s
+        .budget
+        .reserve_or(bytes, POLL, || job.stopped() || outranked())
+    else {
+        if !job.stopped() {
+            let again = SynthUnit { job, partition: k };
+            let key = UnitKey::new(again.job.priority, again.job.id, k);
+            drop(s.synth_queue.push(key, again));
+        }
         return;
     };
 

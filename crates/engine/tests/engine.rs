@@ -202,6 +202,73 @@ fn critical_job_overtakes_queued_normal_jobs() {
 }
 
 #[test]
+fn an_urgent_job_preempts_partitions_waiting_for_memory() {
+    // Issue 17's deadline on small shapes. Room for two partitions beside the key and a slow
+    // prover: both synthesis workers spend their time holding a PoRep partition while waiting
+    // for memory. A CRITICAL WindowPoSt arriving then must take the next two memory slots and
+    // the prover's next turns, not queue behind the partitions already taken.
+    let (_, pk) = keys();
+    let partition = Witness::estimated_bytes(pk.h.len() + 1, pk.vk.ic.len(), pk.l.len()) as u64;
+    let cfg = EngineConfig {
+        prove_queue_depth: 1,
+        memory_budget: (pk.heap_bytes() as u64 + 2 * partition + partition / 2).to_string(),
+        ..config(2)
+    };
+    let (e, pk) = engine(cfg, 200);
+    let sealing: Vec<u64> = (0..2).map(|_| submit(&e, job(6, 20), None)).collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let mut post = SyntheticJob::new(circuit(1), 2, ProofKind::WindowPost);
+    post.synthesis_delay = Duration::from_millis(20);
+    let urgent = submit(&e, post, Some(Priority::Critical));
+    let proof = completed(&e, urgent);
+    let p = zkforge_groth16::Proof::from_bytes(&proof[192..]).unwrap();
+    assert!(zkforge_groth16::verify::verify(&pk.vk, &p, &circuit(1).public_values()).unwrap());
+    for id in &sealing {
+        completed(&e, *id);
+    }
+
+    let at = |kind, job| {
+        let ev = events(&e, kind);
+        ev.iter()
+            .filter(|ev| ev.job == job)
+            .map(|ev| ev.t_ms)
+            .collect::<Vec<_>>()
+    };
+    let submitted = at(StageEvent::JobSubmit, urgent)[0];
+    let last_start = *at(StageEvent::SynthStart, urgent).last().unwrap();
+    let overtaking = events(&e, StageEvent::SynthStart)
+        .iter()
+        .filter(|ev| ev.job != urgent && ev.t_ms > submitted && ev.t_ms < last_start)
+        .count();
+    // Without preemption both waiting PoRep partitions start first (2); one may slip in if
+    // it had its memory the instant the urgent job arrived.
+    assert!(
+        overtaking <= 1,
+        "{overtaking} PoRep partitions started between the WindowPoSt's submission and its \
+         last partition's synthesis"
+    );
+    // On the prover: at most one PoRep partition between its arrival and its last partition
+    // (the one already synthesized and queued when the WindowPoSt's first partition still
+    // waited for the memory that partition's end frees).
+    let last_prove = *at(StageEvent::ProveStart, urgent).last().unwrap();
+    let proved_between = events(&e, StageEvent::ProveStart)
+        .iter()
+        .filter(|ev| ev.job != urgent && ev.t_ms > submitted && ev.t_ms < last_prove)
+        .count();
+    assert!(
+        proved_between <= 1,
+        "{proved_between} PoRep partitions were proved while the WindowPoSt waited"
+    );
+    let done = at(StageEvent::JobDone, urgent)[0];
+    for id in sealing {
+        assert!(
+            done < at(StageEvent::JobDone, id)[0],
+            "the WindowPoSt finishes before the PoRep job {id}"
+        );
+    }
+}
+
+#[test]
 fn cancelled_jobs_release_memory_and_others_complete() {
     let (e, pk) = engine(config(1), 100);
     let running = submit(&e, job(4, 200), None);
