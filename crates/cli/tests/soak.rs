@@ -2,7 +2,7 @@
 //! daemon` process, with random cancels, duplicate request ids, AwaitProof timeouts and garbage
 //! requests interleaved. Every valid job ends COMPLETED (filecoin-proofs accepts the proof) or,
 //! when the client cancelled it, CANCELLED; none is lost or duplicated; the queue drains; the
-//! daemon's RSS over the last 10% of the jobs stays within 5% of the first 10% (20% in the
+//! daemon's RSS over the last 10% of the jobs stays within 5% of the second 10% (20% in the
 //! short run, whose tenths hold a few proofs each).
 //!
 //! CI runs 40 jobs. `ZKFORGE_SOAK_JOBS=1000` is the full soak of docs/reliability.md;
@@ -363,7 +363,9 @@ async fn soak_many_small_proofs_with_cancels_duplicates_timeouts_and_garbage() {
     );
     assert_eq!(status.total_proofs_failed, 0);
 
-    // Memory: the last 10% of the run against the first 10%.
+    // Memory: the last 10% of the run against the second 10%. The first tenth still grows as
+    // the eight clients' mixes meet for the first time (147 → 167 MiB in one CI run, flat
+    // after): growth that stops is a working set, growth that goes on is a leak.
     let samples = samples.lock().unwrap().clone();
     let window = |lo: usize, hi: usize| -> Vec<u64> {
         samples
@@ -373,14 +375,14 @@ async fn soak_many_small_proofs_with_cancels_duplicates_timeouts_and_garbage() {
             .collect()
     };
     let tenth = (jobs / 10).max(1);
-    let (first, last) = (window(0, tenth), window(jobs - tenth, jobs + 1));
+    let (first, last) = (window(tenth, 2 * tenth), window(jobs - tenth, jobs + 1));
     assert!(!first.is_empty() && !last.is_empty(), "RSS sampled");
     let (rss_first, rss_last) = (mean(&first), mean(&last));
     let drift = rss_last / rss_first - 1.0;
     let rejected = counters.rejected.load(Ordering::SeqCst) + warm.rejected.load(Ordering::SeqCst);
     let table = format!(
         "| jobs | clients | plain | cancel | duplicate id | await timeout | garbage refused | \
-         completed (verified) | cancelled | lost | RSS first 10% | RSS last 10% | drift | wall | proofs/min |\n\
+         completed (verified) | cancelled | lost | RSS 2nd 10% | RSS last 10% | drift | wall | proofs/min |\n\
          |---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n\
          | {jobs} | {CLIENTS} | {} | {} | {} | {} | {rejected} | {completed} ({verified}) | {cancelled} | 0 | \
          {:.1} MiB | {:.1} MiB | {:+.1}% | {:.0} s | {:.1} |\n",
@@ -411,7 +413,7 @@ async fn soak_many_small_proofs_with_cancels_duplicates_timeouts_and_garbage() {
     let tolerance = if jobs >= 500 { 0.05 } else { 0.20 };
     assert!(
         drift.abs() <= tolerance,
-        "RSS moved {:+.1}% (more than {:.0}%) between the first and the last 10% of the jobs:\n{table}",
+        "RSS moved {:+.1}% (more than {:.0}%) between the second and the last 10% of the jobs:\n{table}",
         drift * 100.0,
         tolerance * 100.0
     );
