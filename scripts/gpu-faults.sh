@@ -16,6 +16,7 @@ results=()
 # result NAME PASS|FAIL DETAIL
 result() {
   results+=("$(printf '%-10s %-5s %s' "$1" "$2" "$3")")
+  echo "   ${results[-1]}" | tee -a "$out/summary.txt"  # now too: a lease may end before the table
   [ "$2" = PASS ] || rc=1
 }
 

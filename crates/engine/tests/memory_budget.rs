@@ -1,9 +1,9 @@
 //! The host memory budget holds when many jobs queue at once: 100 single-partition jobs of a
 //! 2^15-constraint circuit on a budget of the parameter set (key and recorded matrices) plus
 //! 2.5 witnesses, with 4 synthesis workers and a prove queue of 8 that would otherwise hold 14
-//! witnesses. Admission waits,
-//! every job completes and verifies, and the engine process's peak RSS (VmHWM, measured in a
-//! child process so that nothing else counts) stays under its baseline + budget + a margin.
+//! witnesses. Admission waits, every job completes and verifies, and the engine process's peak
+//! RSS (VmHWM, measured in a child process so that nothing else counts) stays under its
+//! baseline + budget + a margin.
 //! The same check with 2 KiB PoRep jobs through the daemon is run by hand: docs/reliability.md.
 
 mod common;
