@@ -10,12 +10,11 @@ use std::time::{Duration, Instant};
 mod common;
 
 use common::{run_ok, zkforge};
-use tokio::sync::oneshot;
 use zkforge_bench_client::{run_batch, BatchConfig, DaemonAddr, InputSpec, ProofInput, ProofType};
 use zkforge_engine::{Engine, EngineConfig, ParamsDir};
 use zkforge_filecoin::{fixtures, params, ProofKind};
 use zkforge_groth16::CpuBackend;
-use zkforge_server::{serve, Listen};
+use zkforge_server::{Access, Listen, Running};
 
 /// Shared WinningPoSt test parameters (11 MB, generated on first use).
 fn param_dir() -> PathBuf {
@@ -61,19 +60,13 @@ async fn batch_through_a_daemon_adds_up_and_its_proofs_verify() {
     .unwrap();
     let sock_dir = tempfile::tempdir().unwrap();
     let sock = sock_dir.path().join("zkforge.sock");
-    let (stop, stopped) = oneshot::channel::<()>();
-    let (ready_tx, ready_rx) = oneshot::channel();
-    let daemon = tokio::spawn(serve(
+    let daemon = Running::start(
         Arc::new(engine),
         Listen::Unix(sock.clone()),
-        move |_| {
-            let _ = ready_tx.send(());
-        },
-        async {
-            let _ = stopped.await;
-        },
-    ));
-    ready_rx.await.unwrap();
+        Access::default(),
+    )
+    .await
+    .unwrap();
 
     let out = tempfile::tempdir().unwrap();
     let saved = out.path().join("proofs");
@@ -110,8 +103,7 @@ async fn batch_through_a_daemon_adds_up_and_its_proofs_verify() {
         assert_eq!(bytes.len(), 192);
         assert!(m.verify_winning_post(&bytes).unwrap(), "{}", file.display());
     }
-    let _ = stop.send(());
-    daemon.await.unwrap().unwrap();
+    daemon.stop().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

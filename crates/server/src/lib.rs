@@ -24,5 +24,5 @@ mod service;
 pub use access::{Access, TlsFiles};
 pub use circuit_id::parse_circuit_id;
 pub use http::serve_http;
-pub use serve::{serve, serve_with, Listen};
+pub use serve::{serve, serve_with, Listen, Running};
 pub use service::ProvingService;

@@ -152,3 +152,43 @@ fn bind_unix(path: &std::path::Path) -> Result<tokio::net::UnixListener> {
         .with_context(|| format!("placing the socket at {}", path.display()))?;
     Ok(listener)
 }
+
+/// A daemon serving on a task of the caller's runtime: what tests (and hosts embedding zkforge)
+/// start instead of a process.
+pub struct Running {
+    /// The bound TCP address; `None` on a unix socket.
+    pub addr: Option<std::net::SocketAddr>,
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<Result<()>>,
+}
+
+impl Running {
+    /// Starts [`serve_with`] and returns once it listens, or with the error that stopped it.
+    pub async fn start(engine: Arc<Engine>, listen: Listen, access: Access) -> Result<Self> {
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let (ready, listening) = tokio::sync::oneshot::channel();
+        let task = tokio::spawn(async move {
+            let ready = move |addr| {
+                let _ = ready.send(addr);
+            };
+            serve_with(engine, listen, &access, ready, async {
+                let _ = stopped.await;
+            })
+            .await
+        });
+        match listening.await {
+            Ok(addr) => Ok(Self { addr, stop, task }),
+            // `ready` was dropped unsent: serving ended before it listened.
+            Err(_) => match task.await.context("the serving task panicked")? {
+                Err(e) => Err(e),
+                Ok(()) => anyhow::bail!("the daemon stopped before it listened"),
+            },
+        }
+    }
+
+    /// Stops taking requests, as SIGTERM does, and returns how serving ended.
+    pub async fn stop(self) -> Result<()> {
+        let _ = self.stop.send(());
+        self.task.await.context("the serving task panicked")?
+    }
+}

@@ -8,13 +8,12 @@ use std::path::Path;
 use std::sync::Arc;
 
 use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
-use tokio::sync::oneshot;
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint, Identity};
 use tonic::Code;
 use zkforge_engine::{Engine, EngineConfig, ParamsDir};
 use zkforge_groth16::CpuBackend;
 use zkforge_server::pb::{self, proving_engine_client::ProvingEngineClient};
-use zkforge_server::{serve_with, Access, Listen, TlsFiles};
+use zkforge_server::{serve_with, Access, Listen, Running, TlsFiles};
 
 /// PEM certificate and key.
 struct Pem {
@@ -78,38 +77,10 @@ fn engine() -> Arc<Engine> {
     )
 }
 
-struct Running {
-    stop: oneshot::Sender<()>,
-    task: tokio::task::JoinHandle<anyhow::Result<()>>,
-    addr: Option<std::net::SocketAddr>,
-}
-
 async fn start(listen: Listen, access: Access) -> Running {
-    let (stop, stopped) = oneshot::channel::<()>();
-    let (ready_tx, ready_rx) = oneshot::channel();
-    let task = tokio::spawn(async move {
-        serve_with(
-            engine(),
-            listen,
-            &access,
-            move |a| {
-                let _ = ready_tx.send(a);
-            },
-            async {
-                let _ = stopped.await;
-            },
-        )
+    Running::start(engine(), listen, access)
         .await
-    });
-    let addr = ready_rx.await.expect("the daemon starts");
-    Running { stop, task, addr }
-}
-
-impl Running {
-    async fn stop(self) {
-        let _ = self.stop.send(());
-        self.task.await.unwrap().unwrap();
-    }
+        .expect("the daemon starts")
 }
 
 fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
@@ -168,7 +139,7 @@ async fn a_reachable_address_is_refused_without_tls_and_client_authentication() 
         .await
         .unwrap();
     status(&mut c).await.unwrap();
-    d.stop().await;
+    d.stop().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -204,7 +175,7 @@ async fn tls_with_client_certificates_lets_in_only_clients_the_ca_vouches_for() 
     if let Ok(mut c) = plain {
         assert!(status(&mut c).await.is_err());
     }
-    d.stop().await;
+    d.stop().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -252,7 +223,7 @@ async fn a_bearer_token_is_required_on_every_call() {
         );
         assert!(err.message().contains("bearer token"));
     }
-    d.stop().await;
+    d.stop().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -269,5 +240,5 @@ async fn the_unix_socket_is_created_0660() {
         .filter(|n| n != "zkforge.sock")
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
-    d.stop().await;
+    d.stop().await.unwrap();
 }

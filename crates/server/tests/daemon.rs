@@ -13,7 +13,7 @@ use zkforge_filecoin::fixtures::{self, Manifest};
 use zkforge_filecoin::{params, ProofKind};
 use zkforge_groth16::CpuBackend;
 use zkforge_server::pb::{self, proving_engine_client::ProvingEngineClient};
-use zkforge_server::{serve, Listen};
+use zkforge_server::{Access, Listen, Running};
 
 /// The shared test-parameter directory (generated on first use, as the other test suites do).
 fn param_dir() -> PathBuf {
@@ -24,48 +24,20 @@ fn param_dir() -> PathBuf {
     dir
 }
 
-struct Daemon {
-    stop: Option<oneshot::Sender<()>>,
-    task: tokio::task::JoinHandle<anyhow::Result<()>>,
-}
-
-impl Daemon {
-    async fn start(listen: Listen) -> (Self, Option<std::net::SocketAddr>) {
-        let engine = Engine::start(
-            EngineConfig {
-                synthesis_workers: 1,
-                ..Default::default()
-            },
-            Arc::new(CpuBackend::new()),
-            Box::new(ParamsDir(param_dir())),
-        )
-        .unwrap();
-        let (stop, stopped) = oneshot::channel::<()>();
-        let (ready_tx, ready_rx) = oneshot::channel();
-        let task = tokio::spawn(serve(
-            Arc::new(engine),
-            listen,
-            move |a| {
-                let _ = ready_tx.send(a);
-            },
-            async {
-                let _ = stopped.await;
-            },
-        ));
-        let addr = ready_rx.await.unwrap();
-        (
-            Self {
-                stop: Some(stop),
-                task,
-            },
-            addr,
-        )
-    }
-
-    async fn stop(mut self) {
-        let _ = self.stop.take().unwrap().send(());
-        self.task.await.unwrap().unwrap();
-    }
+/// A daemon on the CPU backend with the shared test parameters.
+async fn start_daemon(listen: Listen) -> Running {
+    let engine = Engine::start(
+        EngineConfig {
+            synthesis_workers: 1,
+            ..Default::default()
+        },
+        Arc::new(CpuBackend::new()),
+        Box::new(ParamsDir(param_dir())),
+    )
+    .unwrap();
+    Running::start(Arc::new(engine), listen, Access::default())
+        .await
+        .unwrap()
 }
 
 fn porep_request(dir: &std::path::Path, m: &Manifest, id: &str) -> pb::SubmitProofRequest {
@@ -119,7 +91,8 @@ async fn prove_over_tcp_and_the_rpcs_around_it() {
     param_dir();
     let fx = tempfile::tempdir().unwrap();
     let m = fixtures::make(2048, fx.path(), 31).unwrap();
-    let (daemon, addr) = Daemon::start("127.0.0.1:0".parse().unwrap()).await;
+    let daemon = start_daemon("127.0.0.1:0".parse().unwrap()).await;
+    let addr = daemon.addr;
     let mut c = tcp_client(addr.unwrap()).await;
     let channel = Endpoint::try_from(format!("http://{}", addr.unwrap()))
         .unwrap()
@@ -309,7 +282,7 @@ async fn prove_over_tcp_and_the_rpcs_around_it() {
         metrics.contains("zkforge_jobs_total{outcome=\"completed\"} 2"),
         "{metrics}"
     );
-    daemon.stop().await;
+    daemon.stop().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -321,7 +294,7 @@ async fn prove_over_a_unix_socket() {
     let path = sock_dir.path().join("run/zkforge.sock");
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(&path, b"stale").unwrap();
-    let (daemon, _) = Daemon::start(Listen::Unix(path.clone())).await;
+    let daemon = start_daemon(Listen::Unix(path.clone())).await;
     let p = path.clone();
     let channel = Endpoint::try_from("http://localhost")
         .unwrap()
@@ -337,7 +310,7 @@ async fn prove_over_a_unix_socket() {
         .unwrap();
     let mut c = ProvingEngineClient::new(channel);
     prove_and_verify(&mut c, fx.path(), &m, "unix").await;
-    daemon.stop().await;
+    daemon.stop().await.unwrap();
 }
 
 /// A raw HTTP/1.1 GET on loopback: the body of the response.

@@ -15,14 +15,13 @@ use std::time::Duration;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::TestRunner;
-use tokio::sync::oneshot;
 use tonic::Code;
 use zkforge_engine::{Engine, EngineConfig, ParamsDir, Priority};
 use zkforge_filecoin::fixtures::{self, read_base64_list};
 use zkforge_filecoin::ProofKind;
 use zkforge_groth16::CpuBackend;
 use zkforge_server::pb::{self, proving_engine_client::ProvingEngineClient};
-use zkforge_server::{parse_circuit_id, request, serve, Listen};
+use zkforge_server::{parse_circuit_id, request, Access, Listen, Running};
 
 #[global_allocator]
 static ALLOC: fuzz::Recording = fuzz::Recording;
@@ -312,19 +311,13 @@ async fn over_grpc() {
     .unwrap();
     let sock_dir = tempfile::tempdir().unwrap();
     let sock = sock_dir.path().join("d.sock");
-    let (stop, stopped) = oneshot::channel::<()>();
-    let (ready_tx, ready_rx) = oneshot::channel();
-    let server = tokio::spawn(serve(
+    let server = Running::start(
         Arc::new(engine),
         Listen::Unix(sock.clone()),
-        move |_| {
-            let _ = ready_tx.send(());
-        },
-        async {
-            let _ = stopped.await;
-        },
-    ));
-    ready_rx.await.unwrap();
+        Access::default(),
+    )
+    .await
+    .unwrap();
     let channel = tonic::transport::Endpoint::from_static("http://localhost")
         .connect_with_connector(tower::service_fn(move |_| {
             let sock = sock.clone();
@@ -419,6 +412,5 @@ async fn over_grpc() {
     assert!(st.message().len() < 2048, "{} bytes", st.message().len());
     // Still serving.
     c.get_status(pb::GetStatusRequest {}).await.unwrap();
-    let _ = stop.send(());
-    server.await.unwrap().unwrap();
+    server.stop().await.unwrap();
 }
