@@ -83,6 +83,16 @@ async fn start(listen: Listen, access: Access) -> Running {
         .expect("the daemon starts")
 }
 
+/// The server's certificate and key written to `dir`, and the CA when clients must show
+/// certificates.
+fn server_tls(dir: &Path, pki: &Pki, client_certificates: bool) -> TlsFiles {
+    TlsFiles {
+        cert: write(dir, "server.pem", &pki.server.cert),
+        key: write(dir, "server.key", &pki.server.key),
+        client_ca: client_certificates.then(|| write(dir, "ca.pem", &pki.ca)),
+    }
+}
+
 fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
     let p = dir.join(name);
     std::fs::write(&p, text).unwrap();
@@ -147,11 +157,7 @@ async fn tls_with_client_certificates_lets_in_only_clients_the_ca_vouches_for() 
     let pki = pki();
     let dir = tempfile::tempdir().unwrap();
     let access = Access {
-        tls: Some(TlsFiles {
-            cert: write(dir.path(), "server.pem", &pki.server.cert),
-            key: write(dir.path(), "server.key", &pki.server.key),
-            client_ca: Some(write(dir.path(), "ca.pem", &pki.ca)),
-        }),
+        tls: Some(server_tls(dir.path(), &pki, true)),
         ..Default::default()
     };
     let d = start("0.0.0.0:0".parse().unwrap(), access).await;
@@ -183,11 +189,7 @@ async fn a_bearer_token_is_required_on_every_call() {
     let pki = pki();
     let dir = tempfile::tempdir().unwrap();
     let access = Access {
-        tls: Some(TlsFiles {
-            cert: write(dir.path(), "server.pem", &pki.server.cert),
-            key: write(dir.path(), "server.key", &pki.server.key),
-            client_ca: None,
-        }),
+        tls: Some(server_tls(dir.path(), &pki, false)),
         bearer_token: Some("correct horse battery staple".into()),
         ..Default::default()
     };

@@ -296,6 +296,27 @@ fn fuzzed_requests_over_grpc_get_named_answers_and_the_daemon_keeps_serving() {
         .block_on(over_grpc());
 }
 
+/// A request the daemon queued ends FAILED, named, for want of parameters: not a hang.
+async fn fails_for_want_of_parameters(
+    c: &mut ProvingEngineClient<tonic::transport::Channel>,
+    job_id: String,
+) {
+    let a = c
+        .await_proof(pb::AwaitProofRequest {
+            job_id,
+            timeout_ms: 60_000,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(a.status(), pb::ProofStatus::Failed, "{a:?}");
+    assert!(
+        a.error_message.contains("missing parameters"),
+        "{}",
+        a.error_message
+    );
+}
+
 async fn over_grpc() {
     let (_dir, p) = payloads();
     // No parameters: a request that passes conversion is queued and its job fails, named.
@@ -338,22 +359,7 @@ async fn over_grpc() {
         match c.submit_proof(build(&s, &p)).await {
             Ok(r) => {
                 accepted += 1;
-                // Queued, then failed for want of parameters: a named FAILED, not a hang.
-                let job_id = r.into_inner().job_id;
-                let a = c
-                    .await_proof(pb::AwaitProofRequest {
-                        job_id,
-                        timeout_ms: 60_000,
-                    })
-                    .await
-                    .unwrap()
-                    .into_inner();
-                assert_eq!(a.status(), pb::ProofStatus::Failed, "{a:?}");
-                assert!(
-                    a.error_message.contains("missing parameters"),
-                    "{}",
-                    a.error_message
-                );
+                fails_for_want_of_parameters(&mut c, r.into_inner().job_id).await;
             }
             Err(st) => {
                 refused += 1;
@@ -371,20 +377,7 @@ async fn over_grpc() {
         ..Default::default()
     };
     let job_id = c.submit_proof(valid).await.unwrap().into_inner().job_id;
-    let a = c
-        .await_proof(pb::AwaitProofRequest {
-            job_id,
-            timeout_ms: 60_000,
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    assert_eq!(a.status(), pb::ProofStatus::Failed, "{a:?}");
-    assert!(
-        a.error_message.contains("missing parameters"),
-        "{}",
-        a.error_message
-    );
+    fails_for_want_of_parameters(&mut c, job_id).await;
     println!("gRPC: 300 fuzzed requests, {accepted} queued, {refused} refused");
     assert!(refused > 0);
     // Errors quoting a long client string stay within what an HTTP/2 header carries.
