@@ -9,7 +9,12 @@ struct State {
     peak: u64,
     reservations: usize,
     peak_reservations: usize,
+    /// Ranked waiters (see [`MemoryBudget::reserve_ranked`]) by rank.
+    waiting: [usize; RANKS],
 }
+
+/// Ranks of [`MemoryBudget::reserve_ranked`]: 0..RANKS.
+pub const RANKS: usize = 8;
 
 /// Memory the budget counts without a reservation and can ask back: a buffer pool's idle
 /// buffers, which are real memory between the partitions that use them.
@@ -113,6 +118,42 @@ impl MemoryBudget {
         }
     }
 
+    /// As [`reserve_or`](Self::reserve_or), served by rank: while a waiter of a higher rank
+    /// waits, this one takes nothing, so that memory freed by a finished partition goes to
+    /// the most urgent work, not to whichever waiter polls first.
+    pub fn reserve_ranked(
+        self: &Arc<Self>,
+        bytes: u64,
+        rank: usize,
+        poll: Duration,
+        give_up: impl Fn() -> bool,
+    ) -> Option<Reservation> {
+        let rank = rank.min(RANKS - 1);
+        let mut s = self.lock();
+        s.waiting[rank] += 1;
+        let granted = loop {
+            let outranked = s.waiting[rank + 1..].iter().any(|&n| n > 0);
+            if !outranked {
+                if let Some(r) = self.grant(&mut s, bytes) {
+                    break Some(r);
+                }
+            }
+            if give_up() {
+                break None;
+            }
+            s = self
+                .freed
+                .wait_timeout(s, poll)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        };
+        s.waiting[rank] -= 1;
+        drop(s);
+        // The waiters this one held back may go now.
+        self.freed.notify_all();
+        granted
+    }
+
     fn grant(self: &Arc<Self>, s: &mut State, bytes: u64) -> Option<Reservation> {
         if s.used + bytes > self.total {
             return None;
@@ -160,6 +201,29 @@ impl Drop for Reservation {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn freed_memory_goes_to_the_highest_ranked_waiter() {
+        let b = MemoryBudget::new(100);
+        let held = b.try_reserve(60).unwrap();
+        let wait = |rank| {
+            let b = b.clone();
+            std::thread::spawn(move || {
+                b.reserve_ranked(60, rank, Duration::from_millis(5), || false)
+            })
+        };
+        let low = wait(1);
+        std::thread::sleep(Duration::from_millis(50));
+        let high = wait(3);
+        std::thread::sleep(Duration::from_millis(50));
+        drop(held);
+        // Both waited; only one fits: the higher rank's, although the lower asked first.
+        let high = high.join().unwrap().expect("the higher rank is served");
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!low.is_finished(), "the lower rank still waits for room");
+        drop(high);
+        assert_eq!(low.join().unwrap().unwrap().bytes(), 60);
+    }
 
     #[test]
     fn reservations_wait_for_room_and_release_on_drop() {

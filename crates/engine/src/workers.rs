@@ -83,13 +83,16 @@ fn synthesize_unit(s: &Shared, name: &str, unit: SynthUnit) {
             .top_priority()
             .is_some_and(|p| p > job.priority)
     };
+    // Freed memory goes to the most urgent waiting unit first.
+    let rank = job.priority as usize;
     let Some(reservation) = s
         .budget
-        .reserve_or(bytes, POLL, || job.stopped() || outranked())
+        .reserve_ranked(bytes, rank, POLL, || job.stopped() || outranked())
     else {
         if !job.stopped() {
             let again = SynthUnit { job, partition: k };
             let key = UnitKey::new(again.job.priority, again.job.id, k);
+            // Refused only when the engine is shutting down, which fails the job by name.
             drop(s.synth_queue.push(key, again));
         }
         return;

@@ -204,22 +204,24 @@ fn critical_job_overtakes_queued_normal_jobs() {
 #[test]
 fn an_urgent_job_preempts_partitions_waiting_for_memory() {
     // Issue 17's deadline on small shapes. Room for two partitions beside the key and a slow
-    // prover: both synthesis workers spend their time holding a PoRep partition while waiting
-    // for memory. A CRITICAL WindowPoSt arriving then must take the next two memory slots and
-    // the prover's next turns, not queue behind the partitions already taken.
+    // prover: the four synthesis workers spend their time holding PoRep partitions while
+    // waiting for memory. A CRITICAL job arriving then must take the next two memory slots and
+    // the prover's next turns, not queue behind the partitions already taken: the waiting
+    // workers give their units back (two take the urgent ones), and the two left with PoRep
+    // units defer to the urgent waiters for memory.
     let (_, pk) = keys();
     let partition = Witness::estimated_bytes(pk.h.len() + 1, pk.vk.ic.len(), pk.l.len()) as u64;
     let cfg = EngineConfig {
         prove_queue_depth: 1,
         memory_budget: (pk.heap_bytes() as u64 + 2 * partition + partition / 2).to_string(),
-        ..config(2)
+        ..config(4)
     };
     let (e, pk) = engine(cfg, 200);
     let sealing: Vec<u64> = (0..2).map(|_| submit(&e, job(6, 20), None)).collect();
     std::thread::sleep(Duration::from_millis(500));
-    let mut post = SyntheticJob::new(circuit(1), 2, ProofKind::WindowPost);
-    post.synthesis_delay = Duration::from_millis(20);
-    let urgent = submit(&e, post, Some(Priority::Critical));
+    // Its parameters are the PoRep jobs' (a WindowPoSt's own are preloaded in production; here
+    // a second set would first wait for the PoRep jobs' to be evicted).
+    let urgent = submit(&e, job(2, 20), Some(Priority::Critical));
     let proof = completed(&e, urgent);
     let p = zkforge_groth16::Proof::from_bytes(&proof[192..]).unwrap();
     assert!(zkforge_groth16::verify::verify(&pk.vk, &p, &circuit(1).public_values()).unwrap());
@@ -244,11 +246,11 @@ fn an_urgent_job_preempts_partitions_waiting_for_memory() {
     // it had its memory the instant the urgent job arrived.
     assert!(
         overtaking <= 1,
-        "{overtaking} PoRep partitions started between the WindowPoSt's submission and its \
+        "{overtaking} PoRep partitions started between the CRITICAL job's submission and its \
          last partition's synthesis"
     );
     // On the prover: at most one PoRep partition between its arrival and its last partition
-    // (the one already synthesized and queued when the WindowPoSt's first partition still
+    // (the one already synthesized and queued when the urgent job's first partition still
     // waited for the memory that partition's end frees).
     let last_prove = *at(StageEvent::ProveStart, urgent).last().unwrap();
     let proved_between = events(&e, StageEvent::ProveStart)
@@ -257,18 +259,18 @@ fn an_urgent_job_preempts_partitions_waiting_for_memory() {
         .count();
     assert!(
         proved_between <= 1,
-        "{proved_between} PoRep partitions were proved while the WindowPoSt waited"
+        "{proved_between} PoRep partitions were proved while the CRITICAL job waited"
     );
     let done = at(StageEvent::JobDone, urgent)[0];
     println!(
-        "WindowPoSt (2 partitions, 200 ms proves) under a 12-partition PoRep load: done \
+        "CRITICAL job (2 partitions, 200 ms proves) under a 12-partition PoRep load: done \
          {:.0} ms after submission, {proved_between} PoRep prove(s) in between",
         done - submitted
     );
     for id in sealing {
         assert!(
             done < at(StageEvent::JobDone, id)[0],
-            "the WindowPoSt finishes before the PoRep job {id}"
+            "the CRITICAL job finishes before the PoRep job {id}"
         );
     }
 }
