@@ -1,6 +1,6 @@
 //! One host-memory budget: consumers reserve before they allocate and release on drop.
 
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 #[derive(Debug, Default)]
@@ -102,20 +102,8 @@ impl MemoryBudget {
         poll: Duration,
         give_up: impl Fn() -> bool,
     ) -> Option<Reservation> {
-        let mut s = self.lock();
-        loop {
-            if let Some(r) = self.grant(&mut s, bytes) {
-                return Some(r);
-            }
-            if give_up() {
-                return None;
-            }
-            s = self
-                .freed
-                .wait_timeout(s, poll)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
-        }
+        self.wait_for(self.lock(), bytes, poll, give_up, |_| false)
+            .1
     }
 
     /// As [`reserve_or`](Self::reserve_or), served by rank: while a waiter of a higher rank
@@ -131,27 +119,39 @@ impl MemoryBudget {
         let rank = rank.min(RANKS - 1);
         let mut s = self.lock();
         s.waiting[rank] += 1;
-        let granted = loop {
-            let outranked = s.waiting[rank + 1..].iter().any(|&n| n > 0);
-            if !outranked {
+        let outranked = |s: &State| s.waiting[rank + 1..].iter().any(|&n| n > 0);
+        let (mut s, granted) = self.wait_for(s, bytes, poll, give_up, outranked);
+        s.waiting[rank] -= 1;
+        drop(s);
+        // The waiters this one held back may go now.
+        self.freed.notify_all();
+        granted
+    }
+
+    /// The waiting loop of both: grants `bytes` once they fit and `held_back` is false.
+    fn wait_for<'a>(
+        self: &'a Arc<Self>,
+        mut s: MutexGuard<'a, State>,
+        bytes: u64,
+        poll: Duration,
+        give_up: impl Fn() -> bool,
+        held_back: impl Fn(&State) -> bool,
+    ) -> (MutexGuard<'a, State>, Option<Reservation>) {
+        loop {
+            if !held_back(&s) {
                 if let Some(r) = self.grant(&mut s, bytes) {
-                    break Some(r);
+                    return (s, Some(r));
                 }
             }
             if give_up() {
-                break None;
+                return (s, None);
             }
             s = self
                 .freed
                 .wait_timeout(s, poll)
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
-        };
-        s.waiting[rank] -= 1;
-        drop(s);
-        // The waiters this one held back may go now.
-        self.freed.notify_all();
-        granted
+        }
     }
 
     fn grant(self: &Arc<Self>, s: &mut State, bytes: u64) -> Option<Reservation> {
@@ -177,7 +177,7 @@ impl MemoryBudget {
         })
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+    fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 }

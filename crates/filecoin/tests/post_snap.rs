@@ -19,13 +19,7 @@ fn post_request(dir: &std::path::Path, m: &Manifest, window: bool) -> PostReques
     } else {
         m.winning_post().unwrap()
     };
-    PostRequest {
-        registered_proof: p.registered_proof,
-        randomness: unhex32(&p.randomness).unwrap(),
-        prover_id: unhex32(&m.prover_id).unwrap(),
-        vanilla_proofs: read_base64_list(&std::fs::read(dir.join(&p.vanilla)).unwrap()).unwrap(),
-        partition_index: p.partition_index,
-    }
+    common::post_request(dir, m, p)
 }
 
 fn snap_request(dir: &std::path::Path, m: &Manifest) -> SnapRequest {

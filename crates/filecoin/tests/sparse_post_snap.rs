@@ -6,20 +6,10 @@
 mod common;
 
 use zkforge_filecoin::fixtures::sparse::{make_post, make_snap};
-use zkforge_filecoin::fixtures::{self, read_base64_list, unhex32, Manifest, PostFixture};
+use zkforge_filecoin::fixtures::{self, read_base64_list, unhex32};
 use zkforge_filecoin::post::{post_circuits, PostRequest};
 use zkforge_filecoin::snap::{snap_circuits, SnapRequest};
 use zkforge_filecoin::ProofKind;
-
-fn request(dir: &std::path::Path, m: &Manifest, p: &PostFixture) -> PostRequest {
-    PostRequest {
-        registered_proof: p.registered_proof,
-        randomness: unhex32(&p.randomness).unwrap(),
-        prover_id: unhex32(&m.prover_id).unwrap(),
-        vanilla_proofs: read_base64_list(&std::fs::read(dir.join(&p.vanilla)).unwrap()).unwrap(),
-        partition_index: p.partition_index,
-    }
-}
 
 #[test]
 fn sparse_2kib_post_inputs_prove_and_filecoin_proofs_accepts_them() {
@@ -38,7 +28,7 @@ fn sparse_2kib_post_inputs_prove_and_filecoin_proofs_accepts_them() {
             config.sector_count,
             "{kind}: a full partition"
         );
-        let circuits = post_circuits(request(out.path(), &m, p)).unwrap();
+        let circuits = post_circuits(common::post_request(out.path(), &m, p)).unwrap();
         let proof = common::prove(circuits.as_ref(), seed);
         let verified = match kind {
             ProofKind::WinningPost => m.verify_winning_post(&proof),

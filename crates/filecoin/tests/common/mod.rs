@@ -6,7 +6,8 @@
 use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock};
 
-use zkforge_filecoin::fixtures::{self, Manifest};
+use zkforge_filecoin::fixtures::{self, read_base64_list, unhex32, Manifest, PostFixture};
+use zkforge_filecoin::post::PostRequest;
 use zkforge_filecoin::{params, ParamsId, ProofKind};
 
 pub const SIZE_2K: u64 = 2048;
@@ -74,4 +75,15 @@ pub fn sector(seed: u64) -> (tempfile::TempDir, Manifest) {
     let dir = tempfile::tempdir().unwrap();
     let m = fixtures::make(SIZE_2K, dir.path(), seed).unwrap();
     (dir, m)
+}
+
+/// The PoSt request of fixture `p` as Curio sends it, the vanilla proofs read from `dir`.
+pub fn post_request(dir: &std::path::Path, m: &Manifest, p: &PostFixture) -> PostRequest {
+    PostRequest {
+        registered_proof: p.registered_proof,
+        randomness: unhex32(&p.randomness).unwrap(),
+        prover_id: unhex32(&m.prover_id).unwrap(),
+        vanilla_proofs: read_base64_list(&std::fs::read(dir.join(&p.vanilla)).unwrap()).unwrap(),
+        partition_index: p.partition_index,
+    }
 }
