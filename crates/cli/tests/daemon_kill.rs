@@ -67,10 +67,21 @@ async fn a_killed_daemon_fails_its_clients_fast_and_a_restarted_one_serves() {
         ..batch(&daemon, fx.path(), 12, 4)
     };
     let running = tokio::spawn(async move { run_batch(&config).await });
-    // Kill it once a proof is out and others are in flight.
-    let log = daemon.log.clone();
+    // Kill it once a proof is out and others are in flight. "Out" means the client holds it (its
+    // saved file is there): the daemon logs JOB_DONE before the client's AwaitProof returns, and
+    // a kill in between leaves the batch with nothing done.
+    let saved_dir = saved.clone();
     tokio::task::spawn_blocking(move || {
-        DaemonProcess::wait_for_log_in(&log, "JOB_DONE", Duration::from_secs(300))
+        let t = Instant::now();
+        while !std::fs::read_dir(&saved_dir).is_ok_and(|mut d| {
+            d.any(|e| e.is_ok_and(|e| e.path().extension().is_some_and(|x| x == "bin")))
+        }) {
+            assert!(
+                t.elapsed() < Duration::from_secs(300),
+                "no proof saved in 300 s"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
     })
     .await
     .unwrap();

@@ -248,7 +248,8 @@ fn progress_bar(config: &BatchConfig) -> ProgressBar {
 }
 
 /// Runs the batch: connects (failing fast if the daemon is not there), keeps `concurrency`
-/// proofs in flight until `count` are done, then saves and verifies.
+/// proofs in flight until `count` are done, saving each proof as it arrives (a client killed
+/// mid-batch keeps what it received), then verifies.
 pub async fn run_batch(config: &BatchConfig) -> Result<BatchReport> {
     ensure!(config.count > 0, "the count must be positive");
     ensure!(config.concurrency > 0, "the concurrency must be positive");
@@ -274,10 +275,13 @@ pub async fn run_batch(config: &BatchConfig) -> Result<BatchReport> {
             loop {
                 let index = next.fetch_add(1, Ordering::Relaxed);
                 if index >= config.count {
-                    return records;
+                    return anyhow::Ok(records);
                 }
                 let id = format!("{prefix}-{index}");
-                let r = prove_one(client.clone(), &config, index, id).await;
+                let mut r = prove_one(client.clone(), &config, index, id).await;
+                if let (true, Some(dir)) = (r.completed(), &config.save_proofs) {
+                    save(dir, &mut r)?;
+                }
                 let n = done.fetch_add(1, Ordering::Relaxed) + 1;
                 if config.print_lines {
                     bar.suspend(|| println!("{}", proof_line(n, config.count, &r)));
@@ -289,7 +293,7 @@ pub async fn run_batch(config: &BatchConfig) -> Result<BatchReport> {
     });
     let mut records = Vec::new();
     for handle in workers.collect::<Vec<_>>() {
-        records.extend(handle.await.context("a batch task panicked")?);
+        records.extend(handle.await.context("a batch task panicked")??);
     }
     let wall = start.elapsed();
     bar.finish_and_clear();
@@ -297,17 +301,12 @@ pub async fn run_batch(config: &BatchConfig) -> Result<BatchReport> {
     finish(config, records, wall).await
 }
 
-/// Saving, verification and the summary numbers, outside the timed part.
+/// Verification and the summary numbers, outside the timed part.
 async fn finish(
     config: &BatchConfig,
     mut records: Vec<ProofRecord>,
     wall: Duration,
 ) -> Result<BatchReport> {
-    for r in records.iter_mut().filter(|r| r.completed()) {
-        if let Some(dir) = &config.save_proofs {
-            save(dir, r)?;
-        }
-    }
     let mut verified_ok = None;
     if config.verify {
         let input = config.input.clone();
