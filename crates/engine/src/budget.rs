@@ -9,11 +9,11 @@ struct State {
     peak: u64,
     reservations: usize,
     peak_reservations: usize,
-    /// Ranked waiters (see [`MemoryBudget::reserve_ranked`]) by rank.
+    /// Ranked waiters (see [`MemoryBudget::waiter`]) by rank.
     waiting: [usize; RANKS],
 }
 
-/// Ranks of [`MemoryBudget::reserve_ranked`]: 0..RANKS.
+/// Ranks of [`MemoryBudget::waiter`]: 0..RANKS.
 pub const RANKS: usize = 8;
 
 /// Memory the budget counts without a reservation and can ask back: a buffer pool's idle
@@ -102,39 +102,43 @@ impl MemoryBudget {
         poll: Duration,
         give_up: impl Fn() -> bool,
     ) -> Option<Reservation> {
-        self.wait_for(self.lock(), bytes, poll, give_up, |_| false)
+        self.wait_for(self.lock(), bytes, poll, |_| give_up(), |_| false)
             .1
     }
 
-    /// As [`reserve_or`](Self::reserve_or), served by rank: while a waiter of a higher rank
-    /// waits, this one takes nothing, so that memory freed by a finished partition goes to
-    /// the most urgent work, not to whichever waiter polls first.
-    pub fn reserve_ranked(
-        self: &Arc<Self>,
-        bytes: u64,
-        rank: usize,
-        poll: Duration,
-        give_up: impl Fn() -> bool,
-    ) -> Option<Reservation> {
+    /// A place among the ranked waiters, kept across several reservations (a parameter load
+    /// evicting between attempts): while it lives, waiters of lower rank take nothing, so that
+    /// memory freed by a finished partition goes to the most urgent work, not to whichever
+    /// waiter polls first.
+    pub fn waiter(self: &Arc<Self>, rank: usize) -> RankedWaiter {
         let rank = rank.min(RANKS - 1);
-        let mut s = self.lock();
-        s.waiting[rank] += 1;
-        let outranked = |s: &State| s.waiting[rank + 1..].iter().any(|&n| n > 0);
-        let (mut s, granted) = self.wait_for(s, bytes, poll, give_up, outranked);
-        s.waiting[rank] -= 1;
-        drop(s);
-        // The waiters this one held back may go now.
-        self.freed.notify_all();
-        granted
+        self.lock().waiting[rank] += 1;
+        RankedWaiter {
+            budget: self.clone(),
+            rank,
+        }
     }
 
-    /// The waiting loop of both: grants `bytes` once they fit and `held_back` is false.
+    /// Blocks while a waiter ranked above `rank` waits, checking `give_up` every `poll`.
+    pub fn wait_while_outranked(&self, rank: usize, poll: Duration, give_up: impl Fn() -> bool) {
+        let mut s = self.lock();
+        while outranked(&s, rank) && !give_up() {
+            s = self
+                .freed
+                .wait_timeout(s, poll)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+
+    /// The waiting loop of all: grants `bytes` once they fit and `held_back` is false.
+    /// Both conditions see the state under its lock (they must not take it again).
     fn wait_for<'a>(
         self: &'a Arc<Self>,
         mut s: MutexGuard<'a, State>,
         bytes: u64,
         poll: Duration,
-        give_up: impl Fn() -> bool,
+        give_up: impl Fn(&State) -> bool,
         held_back: impl Fn(&State) -> bool,
     ) -> (MutexGuard<'a, State>, Option<Reservation>) {
         loop {
@@ -143,7 +147,7 @@ impl MemoryBudget {
                     return (s, Some(r));
                 }
             }
-            if give_up() {
+            if give_up(&s) {
                 return (s, None);
             }
             s = self
@@ -182,6 +186,65 @@ impl MemoryBudget {
     }
 }
 
+fn outranked(s: &State, rank: usize) -> bool {
+    s.waiting[(rank + 1).min(RANKS)..].iter().any(|&n| n > 0)
+}
+
+/// A ranked waiter's registration (see [`MemoryBudget::waiter`]); leaves the ranks on drop.
+pub struct RankedWaiter {
+    budget: Arc<MemoryBudget>,
+    rank: usize,
+}
+
+impl RankedWaiter {
+    /// Reserves `bytes` if they fit now and no higher rank waits.
+    pub fn try_reserve(&self, bytes: u64) -> Option<Reservation> {
+        let mut s = self.budget.lock();
+        if outranked(&s, self.rank) {
+            return None;
+        }
+        self.budget.grant(&mut s, bytes)
+    }
+
+    /// Waits until `bytes` fit and no higher rank waits, checking `give_up` every `poll`.
+    pub fn reserve_or(
+        &self,
+        bytes: u64,
+        poll: Duration,
+        give_up: impl Fn() -> bool,
+    ) -> Option<Reservation> {
+        let rank = self.rank;
+        let s = self.budget.lock();
+        let held_back = |s: &State| outranked(s, rank);
+        self.budget
+            .wait_for(s, bytes, poll, |_| give_up(), held_back)
+            .1
+    }
+
+    /// As [`reserve_or`](Self::reserve_or), but gives up as soon as a higher rank waits,
+    /// instead of waiting behind it: for a waiter holding something the higher rank may need.
+    pub fn reserve_or_yield(
+        &self,
+        bytes: u64,
+        poll: Duration,
+        give_up: impl Fn() -> bool,
+    ) -> Option<Reservation> {
+        let rank = self.rank;
+        let s = self.budget.lock();
+        let held_back = |s: &State| outranked(s, rank);
+        let yields = |s: &State| held_back(s) || give_up();
+        self.budget.wait_for(s, bytes, poll, yields, held_back).1
+    }
+}
+
+impl Drop for RankedWaiter {
+    fn drop(&mut self) {
+        self.budget.lock().waiting[self.rank] -= 1;
+        // The waiters this one held back may go now.
+        self.budget.freed.notify_all();
+    }
+}
+
 impl Reservation {
     pub fn bytes(&self) -> u64 {
         self.bytes
@@ -209,7 +272,8 @@ mod tests {
         let wait = |rank| {
             let b = b.clone();
             std::thread::spawn(move || {
-                b.reserve_ranked(60, rank, Duration::from_millis(5), || false)
+                b.waiter(rank)
+                    .reserve_or(60, Duration::from_millis(5), || false)
             })
         };
         let low = wait(1);

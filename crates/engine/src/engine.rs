@@ -352,7 +352,8 @@ impl Engine {
     /// Loads a parameter set ahead of its jobs. Returns (already loaded, milliseconds taken).
     pub fn preload(&self, id: &ParamsId) -> Result<(bool, f64)> {
         let t = Instant::now();
-        let (_, loaded_now) = self.shared.srs.get(id, None)?;
+        // Rank 0, below every job's: a preload takes memory no waiting partition wants.
+        let (_, loaded_now) = self.shared.srs.get(id, None, 0)?;
         Ok((!loaded_now, t.elapsed().as_secs_f64() * 1e3))
     }
 

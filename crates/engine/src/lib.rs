@@ -14,7 +14,7 @@ mod stats;
 mod timeline;
 mod workers;
 
-pub use budget::{MemoryBudget, Reclaimable, Reservation};
+pub use budget::{MemoryBudget, RankedWaiter, Reclaimable, Reservation};
 pub use config::{parse_bytes, process_memory, BudgetSetting, EngineConfig};
 pub use engine::{DeviceStatus, Engine, EngineStatus, JobRequest, KindCounts};
 pub use job::{JobId, JobOutcome, JobResult, JobTimings, Priority};

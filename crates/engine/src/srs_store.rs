@@ -2,6 +2,7 @@
 //! when the memory budget needs room and nobody uses them. A set is the proving key (decoded,
 //! or left in its file for a backend that uploads it) and the circuit's recorded matrices.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -10,7 +11,7 @@ use anyhow::{bail, Result};
 use zkforge_circuits::{cached_matrices, ParamsId, PartitionedCircuit};
 use zkforge_groth16::{ConstraintMatrices, LoadedKey, ProverBackend};
 
-use crate::budget::{MemoryBudget, Reservation};
+use crate::budget::{MemoryBudget, RankedWaiter, Reservation};
 use crate::params_source::ParamsSource;
 
 /// A parameter set in memory, with the budget it holds until the last user lets go.
@@ -81,11 +82,14 @@ impl SrsStore {
 
     /// The set for `id`, loading it if needed (one load at a time per set; others wait for it).
     /// `circuit` records the matrices when no cached recording exists (without it, e.g. for a
-    /// preload, only a cached recording is used). Returns whether this call loaded it.
+    /// preload, only a cached recording is used). A load takes memory by `rank` (see
+    /// [`MemoryBudget::waiter`]): an urgent job's parameters go before less urgent partitions.
+    /// Returns whether this call loaded it.
     pub fn get(
         &self,
         id: &ParamsId,
         circuit: Option<&dyn PartitionedCircuit>,
+        rank: usize,
     ) -> Result<(Arc<Resident>, bool)> {
         let mut slots = self.lock();
         loop {
@@ -103,7 +107,7 @@ impl SrsStore {
         slots.insert(id.clone(), Slot::Loading);
         drop(slots);
 
-        let loaded = self.load(id, circuit);
+        let loaded = self.load(id, circuit, rank);
         let mut slots = self.lock();
         let out = match loaded {
             Ok(key) => {
@@ -130,7 +134,11 @@ impl SrsStore {
         &self,
         id: &ParamsId,
         circuit: Option<&dyn PartitionedCircuit>,
+        rank: usize,
     ) -> Result<Arc<Resident>> {
+        // One place among the waiters for the whole load: lower ranks take nothing between
+        // its reservations.
+        let waiter = self.budget.waiter(rank);
         let lengths = self.source.lengths(id)?;
         let in_file = self.backend.prefers_key_file(&lengths);
         let key_bytes = if in_file {
@@ -138,13 +146,13 @@ impl SrsStore {
         } else {
             lengths.decoded_bytes() as u64
         };
-        let mut reservations = vec![self.make_room(id, key_bytes, "its proving key")?];
+        let mut reservations = vec![self.make_room(&waiter, id, key_bytes, "its proving key")?];
         let key = self.source.load(id, in_file)?;
         // A source may hand over a decoded key even when the file was preferred (one a
         // benchmark already holds): its bytes count all the same.
         let extra = (key.host_bytes() as u64).saturating_sub(key_bytes);
         if extra > 0 {
-            reservations.push(self.make_room(id, extra, "its proving key")?);
+            reservations.push(self.make_room(&waiter, id, extra, "its proving key")?);
         }
         tracing::info!(
             circuit = %id.circuit_id(),
@@ -157,7 +165,7 @@ impl SrsStore {
         );
         let rows_estimate = (lengths.h as u64 + 1) * MATRIX_BYTES_PER_ROW_ESTIMATE;
         let matrices = self
-            .matrices(id, circuit, rows_estimate, &mut reservations)?
+            .matrices(&waiter, id, circuit, rows_estimate, &mut reservations)?
             .map(Arc::new);
         Ok(Arc::new(Resident {
             key,
@@ -170,6 +178,7 @@ impl SrsStore {
     /// reserved from the budget — an estimate while they are read or recorded, then the rest.
     fn matrices(
         &self,
+        waiter: &RankedWaiter,
         id: &ParamsId,
         circuit: Option<&dyn PartitionedCircuit>,
         estimate: u64,
@@ -180,7 +189,7 @@ impl SrsStore {
         if circuit.is_none() && !cached {
             return Ok(None);
         }
-        reservations.push(self.make_room(id, estimate, "its constraint matrices")?);
+        reservations.push(self.make_room(waiter, id, estimate, "its constraint matrices")?);
         let m = match circuit {
             Some(c) => cached_matrices(c, cache.as_deref())?,
             // A preload has no circuit to record: only a cached recording serves.
@@ -191,14 +200,22 @@ impl SrsStore {
             .map(|m| m.heap_bytes() as u64)
             .filter(|&b| b > estimate)
         {
-            reservations.push(self.make_room(id, extra - estimate, "its constraint matrices")?);
+            let extra = extra - estimate;
+            reservations.push(self.make_room(waiter, id, extra, "its constraint matrices")?);
         }
         Ok(m)
     }
 
     /// Reserves `bytes`, evicting unused sets (least recently used first) and then waiting for
-    /// partitions in flight to release memory.
-    fn make_room(&self, id: &ParamsId, bytes: u64, what: &str) -> Result<Reservation> {
+    /// partitions in flight to release memory. Sets in use become unused as their partitions
+    /// finish: lower-ranked workers hand theirs back while this waits (see `synthesize_unit`).
+    fn make_room(
+        &self,
+        waiter: &RankedWaiter,
+        id: &ParamsId,
+        bytes: u64,
+        what: &str,
+    ) -> Result<Reservation> {
         if bytes > self.budget.total() {
             bail!(
                 "parameters {}: {what} need {bytes} bytes, more than the whole memory budget \
@@ -208,17 +225,16 @@ impl SrsStore {
             );
         }
         loop {
-            if let Some(r) = self.budget.try_reserve(bytes) {
+            if let Some(r) = waiter.try_reserve(bytes) {
                 return Ok(r);
             }
             if !self.evict_least_recently_used() {
-                if let Some(r) = self
-                    .budget
-                    .reserve_or(bytes, Duration::from_millis(50), || true)
-                {
+                // Wait for one release (or 50 ms), then look for a set to evict again.
+                let waited = Cell::new(false);
+                let poll = Duration::from_millis(50);
+                if let Some(r) = waiter.reserve_or(bytes, poll, || waited.replace(true)) {
                     return Ok(r);
                 }
-                std::thread::sleep(Duration::from_millis(20));
             }
         }
     }

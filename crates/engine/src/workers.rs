@@ -78,16 +78,16 @@ fn synthesize_unit(s: &Shared, name: &str, unit: SynthUnit) {
     }
     // While it waits for memory, a more urgent unit arriving takes its turn: this one goes
     // back to the queue (preemption at a partition boundary, before any work is done).
-    let outranked = || {
-        s.synth_queue
-            .top_priority()
-            .is_some_and(|p| p > job.priority)
-    };
-    // Freed memory goes to the most urgent waiting unit first.
-    let rank = job.priority as usize;
+    let priority = job.priority;
+    let outranked = || s.synth_queue.top_priority().is_some_and(|p| p > priority);
+    // Freed memory goes to the most urgent waiting unit first. A more urgent waiter (a
+    // partition, or a job loading parameters that need this key's room) sends the unit back
+    // too, letting go of the key so that an eviction can make that room.
+    let rank = priority as usize;
     let Some(reservation) = s
         .budget
-        .reserve_ranked(bytes, rank, POLL, || job.stopped() || outranked())
+        .waiter(rank)
+        .reserve_or_yield(bytes, POLL, || job.stopped() || outranked())
     else {
         if !job.stopped() {
             let again = SynthUnit { job, partition: k };
@@ -95,6 +95,9 @@ fn synthesize_unit(s: &Shared, name: &str, unit: SynthUnit) {
             // Refused only when the engine is shutting down, which fails the job by name.
             drop(s.synth_queue.push(key, again));
         }
+        drop(key);
+        // Taking the next unit while outranked would only hold a key again.
+        s.budget.wait_while_outranked(rank, POLL, outranked);
         return;
     };
 
@@ -205,7 +208,7 @@ fn parameters(s: &Shared, job: &Job) -> Option<Arc<Resident>> {
     let id = &job.params_id;
     let t = Instant::now();
     let circuits = job.circuits();
-    let loaded = s.srs.get(id, circuits.as_deref());
+    let loaded = s.srs.get(id, circuits.as_deref(), job.priority as usize);
     match loaded {
         Ok((key, loaded_now)) => {
             if loaded_now {

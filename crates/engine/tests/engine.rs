@@ -276,6 +276,102 @@ fn an_urgent_job_preempts_partitions_waiting_for_memory() {
 }
 
 #[test]
+fn an_urgent_job_loads_its_parameters_ahead_of_partitions_waiting_for_memory() {
+    // As above, but the CRITICAL job has its own parameters, not resident, and the budget has
+    // no room for both sets: the PoRep set must be evicted first, which it can be only once no
+    // partition holds it. The load waits ranked: workers holding PoRep units hand them (and
+    // the key) back instead of taking memory, the PoRep partitions in flight drain, the set
+    // is evicted and the urgent one loads.
+    let urgent_circuit = circuit(2);
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(2);
+    let urgent_pk = generate_random_keys(urgent_circuit.clone(), &mut rng, &()).unwrap();
+    let (id, pk) = keys();
+    let source = || {
+        let keys = [
+            (id.stem.clone(), pk.clone()),
+            (urgent_circuit.stem(), urgent_pk.clone()),
+        ];
+        Box::new(MemorySource(keys.into_iter().collect()))
+    };
+    // A set's bytes (key and recorded matrices) as the engine counts them, from a probe.
+    let resident = {
+        let e = Engine::start(config(1), Arc::new(CpuBackend::new()), source()).unwrap();
+        completed(&e, submit(&e, job(1, 0), None));
+        e.status().loaded_srs[0].bytes
+    };
+    let partition = Witness::estimated_bytes(pk.h.len() + 1, pk.vk.ic.len(), pk.l.len()) as u64;
+    let budget = resident + 2 * partition + partition / 2;
+    assert!(2 * resident > budget, "the two sets must not fit together");
+    let cfg = EngineConfig {
+        prove_queue_depth: 1,
+        memory_budget: budget.to_string(),
+        ..config(4)
+    };
+    let slow = SlowBackend(CpuBackend::new(), Duration::from_millis(200));
+    let e = Engine::start(cfg, Arc::new(slow), source()).unwrap();
+    let sealing: Vec<u64> = (0..2).map(|_| submit(&e, job(6, 20), None)).collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let mut window = SyntheticJob::new(urgent_circuit.clone(), 2, ProofKind::WindowPost);
+    window.synthesis_delay = Duration::from_millis(20);
+    let urgent = submit(&e, window, Some(Priority::Critical));
+    let proof = completed(&e, urgent);
+    let p = zkforge_groth16::Proof::from_bytes(&proof[192..]).unwrap();
+    let public = urgent_circuit.public_values();
+    assert!(zkforge_groth16::verify::verify(&urgent_pk.vk, &p, &public).unwrap());
+    for id in &sealing {
+        completed(&e, *id);
+    }
+
+    let at = |kind, job| {
+        let ev = events(&e, kind);
+        ev.iter()
+            .filter(|ev| ev.job == job)
+            .map(|ev| ev.t_ms)
+            .collect::<Vec<_>>()
+    };
+    let submitted = at(StageEvent::JobSubmit, urgent)[0];
+    let last_start = *at(StageEvent::SynthStart, urgent).last().unwrap();
+    let overtaking = events(&e, StageEvent::SynthStart)
+        .iter()
+        .filter(|ev| ev.job != urgent && ev.t_ms > submitted && ev.t_ms < last_start)
+        .count();
+    assert_eq!(
+        overtaking, 0,
+        "PoRep partitions started synthesis while the CRITICAL job's parameters waited"
+    );
+    // On the prover: the PoRep partitions in flight when it arrived (memory for two), no more.
+    let last_prove = *at(StageEvent::ProveStart, urgent).last().unwrap();
+    let proved_between = events(&e, StageEvent::ProveStart)
+        .iter()
+        .filter(|ev| ev.job != urgent && ev.t_ms > submitted && ev.t_ms < last_prove)
+        .count();
+    assert!(
+        proved_between <= 2,
+        "{proved_between} PoRep partitions were proved while the CRITICAL job waited"
+    );
+    let reloads = events(&e, StageEvent::SrsLoadEnd)
+        .iter()
+        .filter(|ev| sealing.contains(&ev.job))
+        .count();
+    assert_eq!(
+        reloads, 2,
+        "the PoRep set was evicted for the urgent one and loaded again"
+    );
+    let done = at(StageEvent::JobDone, urgent)[0];
+    println!(
+        "CRITICAL job with its own parameters under a 12-partition PoRep load: done {:.0} ms \
+         after submission, {proved_between} PoRep prove(s) in between",
+        done - submitted
+    );
+    for id in sealing {
+        assert!(
+            done < at(StageEvent::JobDone, id)[0],
+            "the CRITICAL job finishes before the PoRep job {id}"
+        );
+    }
+}
+
+#[test]
 fn cancelled_jobs_release_memory_and_others_complete() {
     let (e, pk) = engine(config(1), 100);
     let running = submit(&e, job(4, 200), None);
