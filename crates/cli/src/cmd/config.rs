@@ -7,8 +7,9 @@ use clap::{Args, Subcommand};
 use serde::{Deserialize, Serialize};
 use zkforge_cuda::CudaOptions;
 use zkforge_engine::{parse_bytes, EngineConfig};
+use zkforge_filecoin::{registry, ParamsId};
 use zkforge_server::access::read_token_file;
-use zkforge_server::{Access, TlsFiles};
+use zkforge_server::{parse_circuit_id, Access, TlsFiles};
 
 /// The `[daemon]` table.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -24,6 +25,7 @@ pub struct DaemonSection {
     pub tls_client_ca: String,
     pub auth_token_file: String,
     pub insecure_remote: bool,
+    pub preload: Vec<String>,
 }
 
 impl Default for DaemonSection {
@@ -39,11 +41,24 @@ impl Default for DaemonSection {
             tls_client_ca: String::new(),
             auth_token_file: String::new(),
             insecure_remote: false,
+            preload: Vec::new(),
         }
     }
 }
 
 impl DaemonSection {
+    /// The parameter sets named by `preload`, each bad name reported with its entry.
+    pub fn preload_ids(&self) -> Result<Vec<ParamsId>> {
+        let id = |name: &str| {
+            let (kind, size) = parse_circuit_id(name)?;
+            registry::params_id(kind, size)
+        };
+        let named = |(i, name): (usize, &String)| {
+            id(name).with_context(|| format!("daemon.preload[{i}] = {name:?}"))
+        };
+        self.preload.iter().enumerate().map(named).collect()
+    }
+
     /// Who may connect, from the TLS and token settings (files read here, errors named).
     pub fn access(&self) -> Result<Access> {
         let path = |s: &str| (!s.is_empty()).then(|| PathBuf::from(s));
@@ -155,6 +170,7 @@ impl Config {
         }
         <super::backend::BackendArg as clap::ValueEnum>::from_str(&d.backend, true)
             .map_err(|e| anyhow::anyhow!("daemon.backend = {:?}: {e}", d.backend))?;
+        d.preload_ids()?;
         Ok(())
     }
 }

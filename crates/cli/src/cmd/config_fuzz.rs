@@ -30,6 +30,7 @@ const KEYS: &[&str] = &[
     "tls_client_ca",
     "auth_token_file",
     "insecure_remote",
+    "preload",
     "synthesis_workers",
     "synthesis_threads",
     "synthesis_nice",

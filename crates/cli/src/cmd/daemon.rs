@@ -1,17 +1,18 @@
 //! `zkforge daemon`: the cuzk.v1 gRPC service until SIGINT/SIGTERM.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use clap::Args;
 use clap::ValueEnum;
 use zkforge_engine::{Engine, ParamsDir};
-use zkforge_filecoin::params;
+use zkforge_filecoin::shape::format_sector_size;
+use zkforge_filecoin::{params, ParamsId};
 use zkforge_server::{serve_http, serve_with, Listen};
 
 use super::backend::{self, BackendArg};
-use super::config::Config;
+use super::config::{Config, DaemonSection};
 
 #[derive(Args)]
 pub struct DaemonArgs {
@@ -34,6 +35,48 @@ pub struct DaemonArgs {
     /// [config: daemon.insecure_remote].
     #[arg(long)]
     insecure_remote: bool,
+}
+
+/// The `preload` sets, each checked to have its parameter file before anything starts.
+fn preload_ids(d: &DaemonSection, dir: &Path) -> Result<Vec<ParamsId>> {
+    let ids = d.preload_ids()?;
+    for id in &ids {
+        let path = id.params_path(dir);
+        anyhow::ensure!(
+            path.exists(),
+            "daemon.preload: {} has no parameter file {} (zkforge params generate --proof {} \
+             --sector-size {})",
+            id.circuit_id(),
+            path.display(),
+            id.kind,
+            format_sector_size(id.sector_size)
+        );
+    }
+    Ok(ids)
+}
+
+/// Loads the `preload` sets one after another on a thread of their own: the daemon serves
+/// meanwhile, and a job needing a set still loading waits for that load instead of its own.
+fn spawn_preload(engine: Arc<Engine>, ids: Vec<ParamsId>) -> Result<()> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    std::thread::Builder::new()
+        .name("preload".into())
+        .spawn(move || {
+            for id in ids {
+                match engine.preload(&id) {
+                    Ok((_, ms)) => {
+                        tracing::info!(circuit = %id.circuit_id(), ms = ms as u64, "parameters preloaded")
+                    }
+                    Err(e) => {
+                        tracing::warn!(circuit = %id.circuit_id(), "preload failed: {e:#}")
+                    }
+                }
+            }
+        })
+        .context("starting the preload thread")?;
+    Ok(())
 }
 
 pub fn run(args: DaemonArgs) -> Result<()> {
@@ -78,12 +121,14 @@ pub fn run(args: DaemonArgs) -> Result<()> {
     for line in config.gpu.describe() {
         tracing::info!("gpu config: {line}");
     }
+    let preload = preload_ids(&config.daemon, &dir)?;
     let backend = backend::select_with(backend_arg, config.engine.prover_threads, &gpu)?;
     let engine = Arc::new(Engine::start(
         config.engine,
         backend,
         Box::new(ParamsDir(dir)),
     )?);
+    spawn_preload(engine.clone(), preload)?;
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     runtime.block_on(async {
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);

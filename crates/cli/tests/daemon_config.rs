@@ -1,0 +1,103 @@
+//! `zkforge daemon`'s configuration end to end: the sets named in `daemon.preload` are resident
+//! before the first job asks for them, and a preload entry the daemon cannot serve stops it at
+//! start with a message naming the entry.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{zkforge, DaemonProcess};
+use zkforge_bench_client::{run_batch, BatchConfig, InputSpec, ProofInput, ProofType};
+use zkforge_filecoin::{fixtures, params, ProofKind};
+
+/// Shared WinningPoSt test parameters (generated on first use).
+fn param_dir() -> PathBuf {
+    let dir = params::zkforge_cache_dir().join("params");
+    // filecoin-proofs reads this once, at its first use (the verifier): set it first.
+    std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &dir);
+    params::ensure_test_params(ProofKind::WinningPost, 2048, &dir, &()).unwrap();
+    dir
+}
+
+fn write_config(dir: &Path, preload: &str) -> PathBuf {
+    let path = dir.join("zkforge.toml");
+    std::fs::write(&path, format!("[daemon]\npreload = [{preload}]\n")).unwrap();
+    path
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn preloaded_parameters_are_resident_before_the_first_job() {
+    let params = param_dir();
+    let fx = tempfile::tempdir().unwrap();
+    fixtures::make(2048, fx.path(), 71).unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let config = write_config(work.path(), "\"winning-post-2KiB\"");
+    let mut daemon = DaemonProcess::start(
+        &params,
+        &work.path().join("zkforge.sock"),
+        &work.path().join("daemon.log"),
+        &["--config", config.to_str().unwrap()],
+    );
+    daemon.wait_for_log("parameters preloaded", Duration::from_secs(120));
+
+    let spec = InputSpec::from_fixtures(ProofType::WinningPost, fx.path());
+    let report = run_batch(&BatchConfig {
+        addr: daemon.addr(),
+        input: Arc::new(ProofInput::load(&spec).unwrap()),
+        count: 1,
+        concurrency: 1,
+        connect_timeout: Duration::from_secs(10),
+        proof_timeout: Some(Duration::from_secs(600)),
+        save_proofs: None,
+        verify: true,
+        progress: false,
+        print_lines: false,
+    })
+    .await
+    .unwrap();
+    assert_eq!(report.verified_ok, Some(1), "{report:#?}");
+    let p = &report.proofs[0];
+    assert_eq!(p.srs_load_ms, 0, "the job found its parameters loaded");
+    let log = std::fs::read_to_string(&daemon.log).unwrap();
+    assert!(
+        log.contains("preload = [\"winning-post-2KiB\"]"),
+        "the setting is logged at start"
+    );
+    daemon.stop();
+}
+
+#[test]
+fn a_preload_the_daemon_cannot_serve_stops_it_at_start() {
+    let work = tempfile::tempdir().unwrap();
+    let empty = tempfile::tempdir().unwrap();
+    let start = |preload: &str| {
+        let config = write_config(work.path(), preload);
+        let out = zkforge()
+            .arg("daemon")
+            .arg(format!(
+                "--listen=unix://{}",
+                work.path().join("zkforge.sock").display()
+            ))
+            .args(["--backend=cpu", "--config"])
+            .arg(&config)
+            .arg("--params")
+            .arg(empty.path())
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{preload}: the daemon started");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let err = start("\"winning-post-2KiB\", \"porep-3KiB\"");
+    assert!(
+        err.contains("daemon.preload[1]") && err.contains("porep-3KiB"),
+        "{err}"
+    );
+    let err = start("\"winning-post-2KiB\"");
+    assert!(
+        err.contains("winning-post-2KiB has no parameter file")
+            && err.contains("zkforge params generate --proof winning-post --sector-size 2KiB"),
+        "{err}"
+    );
+}
