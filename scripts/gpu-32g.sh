@@ -55,14 +55,12 @@ prove_queue_depth = 2
 params_residency = "vram"
 staging_pool = "64GiB"
 TOML
-  "$zk" daemon --config "$work/daemon.toml" > "$out/daemon.log" 2>&1 &
-  daemon=$!
-  for _ in $(seq 1 60); do http_status 9821 > /dev/null 2>&1 && break; sleep 1; done
+  daemon_up "$out/daemon.log" --config "$work/daemon.toml"
   run batch 540 "$zk" bench batch --addr 127.0.0.1:9820 --type porep --fixtures "$fx" \
     --params "$params" -c "$proofs" -j "$inflight" --verify --json "$out/batch.json"
   tail -n 12 "$out/batch.log"
   http_status 9821 > "$out/status.json" 2>&1
-  grep -oE '"(process_peak_rss_bytes|memory_budget_bytes|memory_peak_bytes|vram_budget_bytes|vram_reserved_bytes)":[0-9]+' \
+  grep -oE '"(process_peak_rss_bytes|memory_budget_bytes|memory_peak_bytes|vram_budget_bytes|vram_reserved_bytes)": ?[0-9]+' \
     "$out/status.json" | tee -a "$out/summary.txt"
   kill -TERM "$daemon"; wait "$daemon"
   "$zk" timeline "$out/daemon.log" --svg "$out/timeline-32g.svg" > "$out/timeline.txt" 2>&1

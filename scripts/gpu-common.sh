@@ -38,6 +38,16 @@ http_status() {
   cat <&3; exec 3<&-
 }
 
+# daemon_up LOG ARGS...: `zkforge daemon ARGS` in the background, logging to LOG, its pid in
+# $daemon; returns once its HTTP status (127.0.0.1:9821) answers, non-zero after 60 s without.
+daemon_up() {
+  local log=$1; shift
+  "$zk" daemon "$@" > "$log" 2>&1 &
+  daemon=$!
+  for _ in $(seq 1 60); do http_status 9821 > /dev/null 2>&1 && return 0; sleep 1; done
+  return 1
+}
+
 finish() {
   echo "$(basename "$0"): rc=$rc" | tee -a "$out/summary.txt"
   cp "$out/summary.txt" "$final/summary.txt"

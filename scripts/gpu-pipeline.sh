@@ -16,10 +16,8 @@ fi
 
 if [[ $what == *daemon* || $what == all ]]; then
   # The four 2 KiB kinds through the daemon on the CUDA backend, verified by filecoin-proofs.
-  "$zk" daemon --backend cuda --listen 127.0.0.1:9820 --http-listen 127.0.0.1:9821 \
-    --params "$work/params" > "$out/daemon.log" 2>&1 &
-  daemon=$!
-  for _ in $(seq 1 60); do http_status 9821 > /dev/null 2>&1 && break; sleep 1; done
+  daemon_up "$out/daemon.log" --backend cuda --listen 127.0.0.1:9820 \
+    --http-listen 127.0.0.1:9821 --params "$work/params"
   for t in porep winning-post window-post snap; do
     run "batch-$t" 200 "$zk" bench batch --addr 127.0.0.1:9820 --type "$t" \
       --fixtures "$work/fixtures" --params "$work/params" -c 4 -j 2 --verify \

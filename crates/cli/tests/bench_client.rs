@@ -3,27 +3,17 @@
 //! accepts; unreachable or silent daemons fail fast with a clear message; `bench sweep
 //! --daemon-config` starts and stops a `zkforge daemon` whose log `zkforge timeline` reads.
 
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 mod common;
 
-use common::{run_ok, zkforge};
-use zkforge_bench_client::{run_batch, BatchConfig, DaemonAddr, InputSpec, ProofInput, ProofType};
+use common::{params_2kib, run_ok, winning_post_batch, zkforge};
+use zkforge_bench_client::{run_batch, BatchConfig, InputSpec, ProofInput, ProofType};
 use zkforge_engine::{Engine, EngineConfig, ParamsDir};
-use zkforge_filecoin::{fixtures, params, ProofKind};
+use zkforge_filecoin::{fixtures, ProofKind};
 use zkforge_groth16::CpuBackend;
 use zkforge_server::{Access, Listen, Running};
-
-/// Shared WinningPoSt test parameters (11 MB, generated on first use).
-fn param_dir() -> PathBuf {
-    let dir = params::zkforge_cache_dir().join("params");
-    // filecoin-proofs reads this once, at its first use (the verifier): set it first.
-    std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &dir);
-    params::ensure_test_params(ProofKind::WinningPost, 2048, &dir, &()).unwrap();
-    dir
-}
 
 /// A sealed 2 KiB sector and its PoSt inputs, in a fresh directory.
 fn fixture(seed: u64) -> tempfile::TempDir {
@@ -32,25 +22,9 @@ fn fixture(seed: u64) -> tempfile::TempDir {
     dir
 }
 
-fn config(addr: DaemonAddr, fx: &Path) -> BatchConfig {
-    let spec = InputSpec::from_fixtures(ProofType::WinningPost, fx);
-    BatchConfig {
-        addr,
-        input: Arc::new(ProofInput::load(&spec).unwrap()),
-        count: 1,
-        concurrency: 1,
-        connect_timeout: Duration::from_secs(10),
-        proof_timeout: Some(Duration::from_secs(600)),
-        save_proofs: None,
-        verify: false,
-        progress: false,
-        print_lines: false,
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn batch_through_a_daemon_adds_up_and_its_proofs_verify() {
-    let dir = param_dir();
+    let dir = params_2kib(ProofKind::WinningPost);
     let fx = fixture(41);
     let engine = Engine::start(
         EngineConfig::default(),
@@ -75,9 +49,11 @@ async fn batch_through_a_daemon_adds_up_and_its_proofs_verify() {
         concurrency: 2,
         save_proofs: Some(saved.clone()),
         verify: true,
-        ..config(
+        ..winning_post_batch(
             format!("unix:{}", sock.display()).parse().unwrap(),
             fx.path(),
+            1,
+            1,
         )
     })
     .await
@@ -128,7 +104,7 @@ async fn unreachable_or_silent_daemons_fail_fast_with_a_clear_message() {
         (format!("http://{silent_addr}"), "no answer within"),
         (format!("unix:{}", missing.display()), "no socket at"),
     ] {
-        let mut c = config(addr.parse().unwrap(), fx.path());
+        let mut c = winning_post_batch(addr.parse().unwrap(), fx.path(), 1, 1);
         c.connect_timeout = Duration::from_secs(1);
         let t = Instant::now();
         let err = format!("{:#}", run_batch(&c).await.unwrap_err());
@@ -208,7 +184,7 @@ fn bench_batch_refuses_a_bad_address_and_a_dead_daemon() {
 
 #[test]
 fn sweep_starts_a_daemon_per_config_and_its_timeline_reads_back() {
-    let dir = param_dir();
+    let dir = params_2kib(ProofKind::WinningPost);
     let fx = fixture(44);
     let work = tempfile::tempdir().unwrap();
     let config = work.path().join("one-synth.toml");

@@ -5,21 +5,11 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
-use common::{zkforge, DaemonProcess};
-use zkforge_bench_client::{run_batch, BatchConfig, InputSpec, ProofInput, ProofType};
-use zkforge_filecoin::{fixtures, params, ProofKind};
-
-/// Shared WinningPoSt test parameters (generated on first use).
-fn param_dir() -> PathBuf {
-    let dir = params::zkforge_cache_dir().join("params");
-    // filecoin-proofs reads this once, at its first use (the verifier): set it first.
-    std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &dir);
-    params::ensure_test_params(ProofKind::WinningPost, 2048, &dir, &()).unwrap();
-    dir
-}
+use common::{params_2kib, winning_post_batch, zkforge, DaemonProcess};
+use zkforge_bench_client::{run_batch, BatchConfig};
+use zkforge_filecoin::{fixtures, ProofKind};
 
 fn write_config(dir: &Path, preload: &str) -> PathBuf {
     let path = dir.join("zkforge.toml");
@@ -29,7 +19,7 @@ fn write_config(dir: &Path, preload: &str) -> PathBuf {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn preloaded_parameters_are_resident_before_the_first_job() {
-    let params = param_dir();
+    let params = params_2kib(ProofKind::WinningPost);
     let fx = tempfile::tempdir().unwrap();
     fixtures::make(2048, fx.path(), 71).unwrap();
     let work = tempfile::tempdir().unwrap();
@@ -42,18 +32,9 @@ async fn preloaded_parameters_are_resident_before_the_first_job() {
     );
     daemon.wait_for_log("parameters preloaded", Duration::from_secs(120));
 
-    let spec = InputSpec::from_fixtures(ProofType::WinningPost, fx.path());
     let report = run_batch(&BatchConfig {
-        addr: daemon.addr(),
-        input: Arc::new(ProofInput::load(&spec).unwrap()),
-        count: 1,
-        concurrency: 1,
-        connect_timeout: Duration::from_secs(10),
-        proof_timeout: Some(Duration::from_secs(600)),
-        save_proofs: None,
         verify: true,
-        progress: false,
-        print_lines: false,
+        ..winning_post_batch(daemon.addr(), fx.path(), 1, 1)
     })
     .await
     .unwrap();

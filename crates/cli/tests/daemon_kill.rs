@@ -6,37 +6,11 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::DaemonProcess;
-use zkforge_bench_client::{run_batch, BatchConfig, InputSpec, ProofInput, ProofType};
-use zkforge_filecoin::{fixtures, params, ProofKind};
-
-/// Shared WinningPoSt test parameters (generated on first use).
-fn param_dir() -> PathBuf {
-    let dir = params::zkforge_cache_dir().join("params");
-    // filecoin-proofs reads this once, at its first use (the verifier): set it first.
-    std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &dir);
-    params::ensure_test_params(ProofKind::WinningPost, 2048, &dir, &()).unwrap();
-    dir
-}
-
-fn batch(d: &DaemonProcess, fx: &Path, count: usize, concurrency: usize) -> BatchConfig {
-    let spec = InputSpec::from_fixtures(ProofType::WinningPost, fx);
-    BatchConfig {
-        addr: d.addr(),
-        input: Arc::new(ProofInput::load(&spec).unwrap()),
-        count,
-        concurrency,
-        connect_timeout: Duration::from_secs(10),
-        proof_timeout: Some(Duration::from_secs(600)),
-        save_proofs: None,
-        verify: false,
-        progress: false,
-        print_lines: false,
-    }
-}
+use common::{params_2kib, winning_post_batch, DaemonProcess};
+use zkforge_bench_client::{run_batch, BatchConfig};
+use zkforge_filecoin::{fixtures, ProofKind};
 
 /// Files under `dir` whose names say they were never finished.
 fn partial_files(dir: &Path) -> Vec<PathBuf> {
@@ -54,7 +28,7 @@ fn partial_files(dir: &Path) -> Vec<PathBuf> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_daemon_fails_its_clients_fast_and_a_restarted_one_serves() {
-    let params = param_dir();
+    let params = params_2kib(ProofKind::WinningPost);
     let fx = tempfile::tempdir().unwrap();
     fixtures::make(2048, fx.path(), 61).unwrap();
     let work = tempfile::tempdir().unwrap();
@@ -64,7 +38,7 @@ async fn a_killed_daemon_fails_its_clients_fast_and_a_restarted_one_serves() {
     let mut daemon = DaemonProcess::start(&params, &sock, &work.path().join("first.log"), &[]);
     let config = BatchConfig {
         save_proofs: Some(saved.clone()),
-        ..batch(&daemon, fx.path(), 12, 4)
+        ..winning_post_batch(daemon.addr(), fx.path(), 12, 4)
     };
     let running = tokio::spawn(async move { run_batch(&config).await });
     // Kill it once a proof is out and others are in flight. "Out" means the client holds it (its
@@ -129,7 +103,7 @@ async fn a_killed_daemon_fails_its_clients_fast_and_a_restarted_one_serves() {
     let mut restarted = DaemonProcess::start(&params, &sock, &work.path().join("second.log"), &[]);
     let report = run_batch(&BatchConfig {
         verify: true,
-        ..batch(&restarted, fx.path(), 2, 2)
+        ..winning_post_batch(restarted.addr(), fx.path(), 2, 2)
     })
     .await
     .unwrap();

@@ -1,22 +1,16 @@
 //! A client in another language: a Python grpcio script, with stubs generated from our .proto,
 //! proves a 2 KiB PoRep through `zkforge daemon`; filecoin-proofs verifies the proof.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-use zkforge_filecoin::{fixtures, params, ProofKind};
+use zkforge_filecoin::{fixtures, ProofKind};
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn param_dir() -> PathBuf {
-    let dir = params::zkforge_cache_dir().join("params");
-    // filecoin-proofs reads this once, at its first use.
-    std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &dir);
-    params::ensure_test_params(ProofKind::PoRep, 2048, &dir, &()).unwrap();
-    dir
 }
 
 /// Stops the daemon even when an assertion fails.
@@ -31,7 +25,7 @@ impl Drop for Daemon {
 
 #[test]
 fn python_grpcio_client_proves_a_2kib_porep() {
-    let dir = param_dir();
+    let dir = common::params_2kib(ProofKind::PoRep);
     let work = tempfile::tempdir().unwrap();
     let m = fixtures::make(2048, &work.path().join("fx"), 41).unwrap();
 

@@ -11,7 +11,6 @@
 mod common;
 
 use std::collections::{HashMap, HashSet};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -21,20 +20,12 @@ use rand::{Rng, SeedableRng};
 use tonic::Code;
 use zkforge_bench_client::address::Client;
 use zkforge_bench_client::{connect, InputSpec, ProofInput, ProofType};
-use zkforge_filecoin::{fixtures, params, ProofKind};
+use zkforge_filecoin::{fixtures, ProofKind};
 use zkforge_server::pb;
 
 const CLIENTS: usize = 8;
 /// One client-side limit per RPC: a daemon that stops answering fails the test, not hangs it.
 const RPC_LIMIT: Duration = Duration::from_secs(600);
-
-fn param_dir() -> PathBuf {
-    let dir = params::zkforge_cache_dir().join("params");
-    // filecoin-proofs reads this once, at its first use (the verifier): set it first.
-    std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &dir);
-    params::ensure_test_params(ProofKind::WinningPost, 2048, &dir, &()).unwrap();
-    dir
-}
 
 /// What a client does with one valid job.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -263,7 +254,7 @@ async fn soak_many_small_proofs_with_cancels_duplicates_timeouts_and_garbage() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(40);
-    let params = param_dir();
+    let params = common::params_2kib(ProofKind::WinningPost);
     let fx = tempfile::tempdir().unwrap();
     let manifest = fixtures::make(2048, fx.path(), 71).unwrap();
     let work = tempfile::tempdir().unwrap();

@@ -213,12 +213,7 @@ impl RankedWaiter {
         poll: Duration,
         give_up: impl Fn() -> bool,
     ) -> Option<Reservation> {
-        let rank = self.rank;
-        let s = self.budget.lock();
-        let held_back = |s: &State| outranked(s, rank);
-        self.budget
-            .wait_for(s, bytes, poll, |_| give_up(), held_back)
-            .1
+        self.wait(bytes, poll, give_up, false)
     }
 
     /// As [`reserve_or`](Self::reserve_or), but gives up as soon as a higher rank waits,
@@ -229,11 +224,21 @@ impl RankedWaiter {
         poll: Duration,
         give_up: impl Fn() -> bool,
     ) -> Option<Reservation> {
+        self.wait(bytes, poll, give_up, true)
+    }
+
+    fn wait(
+        &self,
+        bytes: u64,
+        poll: Duration,
+        give_up: impl Fn() -> bool,
+        yields: bool,
+    ) -> Option<Reservation> {
         let rank = self.rank;
-        let s = self.budget.lock();
         let held_back = |s: &State| outranked(s, rank);
-        let yields = |s: &State| held_back(s) || give_up();
-        self.budget.wait_for(s, bytes, poll, yields, held_back).1
+        let stop = |s: &State| (yields && held_back(s)) || give_up();
+        let s = self.budget.lock();
+        self.budget.wait_for(s, bytes, poll, stop, held_back).1
     }
 }
 
@@ -287,6 +292,31 @@ mod tests {
         assert!(!low.is_finished(), "the lower rank still waits for room");
         drop(high);
         assert_eq!(low.join().unwrap().unwrap().bytes(), 60);
+    }
+
+    #[test]
+    fn a_yielding_waiter_gives_up_when_a_higher_rank_waits() {
+        let b = MemoryBudget::new(100);
+        let held = b.try_reserve(60).unwrap();
+        let b2 = b.clone();
+        let low = std::thread::spawn(move || {
+            b2.waiter(1)
+                .reserve_or_yield(60, Duration::from_millis(5), || false)
+        });
+        std::thread::sleep(Duration::from_millis(30));
+        assert!(!low.is_finished(), "no room yet: it waits");
+        let high = b.waiter(3);
+        assert!(
+            low.join().unwrap().is_none(),
+            "it yields to the higher rank"
+        );
+        assert!(
+            b.waiter(1).try_reserve(10).is_none(),
+            "lower ranks take nothing"
+        );
+        assert_eq!(high.try_reserve(40).unwrap().bytes(), 40);
+        drop((held, high));
+        assert_eq!(b.used(), 0);
     }
 
     #[test]

@@ -229,50 +229,28 @@ fn an_urgent_job_preempts_partitions_waiting_for_memory() {
         completed(&e, *id);
     }
 
-    let at = |kind, job| {
-        let ev = events(&e, kind);
-        ev.iter()
-            .filter(|ev| ev.job == job)
-            .map(|ev| ev.t_ms)
-            .collect::<Vec<_>>()
-    };
-    let submitted = at(StageEvent::JobSubmit, urgent)[0];
-    let last_start = *at(StageEvent::SynthStart, urgent).last().unwrap();
-    let overtaking = events(&e, StageEvent::SynthStart)
-        .iter()
-        .filter(|ev| ev.job != urgent && ev.t_ms > submitted && ev.t_ms < last_start)
-        .count();
+    let order = UrgentOrder::of(&e, urgent, &sealing);
     // Without preemption both waiting PoRep partitions start first (2); one may slip in if
     // it had its memory the instant the urgent job arrived.
     assert!(
-        overtaking <= 1,
-        "{overtaking} PoRep partitions started between the CRITICAL job's submission and its \
-         last partition's synthesis"
+        order.overtaking <= 1,
+        "{} PoRep partitions started between the CRITICAL job's submission and its last \
+         partition's synthesis",
+        order.overtaking
     );
     // On the prover: at most one PoRep partition between its arrival and its last partition
     // (the one already synthesized and queued when the urgent job's first partition still
     // waited for the memory that partition's end frees).
-    let last_prove = *at(StageEvent::ProveStart, urgent).last().unwrap();
-    let proved_between = events(&e, StageEvent::ProveStart)
-        .iter()
-        .filter(|ev| ev.job != urgent && ev.t_ms > submitted && ev.t_ms < last_prove)
-        .count();
     assert!(
-        proved_between <= 1,
-        "{proved_between} PoRep partitions were proved while the CRITICAL job waited"
+        order.proved_between <= 1,
+        "{} PoRep partitions were proved while the CRITICAL job waited",
+        order.proved_between
     );
-    let done = at(StageEvent::JobDone, urgent)[0];
     println!(
         "CRITICAL job (2 partitions, 200 ms proves) under a 12-partition PoRep load: done \
-         {:.0} ms after submission, {proved_between} PoRep prove(s) in between",
-        done - submitted
+         {:.0} ms after submission, {} PoRep prove(s) in between",
+        order.done_ms, order.proved_between
     );
-    for id in sealing {
-        assert!(
-            done < at(StageEvent::JobDone, id)[0],
-            "the CRITICAL job finishes before the PoRep job {id}"
-        );
-    }
 }
 
 #[test]
@@ -322,32 +300,16 @@ fn an_urgent_job_loads_its_parameters_ahead_of_partitions_waiting_for_memory() {
         completed(&e, *id);
     }
 
-    let at = |kind, job| {
-        let ev = events(&e, kind);
-        ev.iter()
-            .filter(|ev| ev.job == job)
-            .map(|ev| ev.t_ms)
-            .collect::<Vec<_>>()
-    };
-    let submitted = at(StageEvent::JobSubmit, urgent)[0];
-    let last_start = *at(StageEvent::SynthStart, urgent).last().unwrap();
-    let overtaking = events(&e, StageEvent::SynthStart)
-        .iter()
-        .filter(|ev| ev.job != urgent && ev.t_ms > submitted && ev.t_ms < last_start)
-        .count();
+    let order = UrgentOrder::of(&e, urgent, &sealing);
     assert_eq!(
-        overtaking, 0,
+        order.overtaking, 0,
         "PoRep partitions started synthesis while the CRITICAL job's parameters waited"
     );
     // On the prover: the PoRep partitions in flight when it arrived (memory for two), no more.
-    let last_prove = *at(StageEvent::ProveStart, urgent).last().unwrap();
-    let proved_between = events(&e, StageEvent::ProveStart)
-        .iter()
-        .filter(|ev| ev.job != urgent && ev.t_ms > submitted && ev.t_ms < last_prove)
-        .count();
     assert!(
-        proved_between <= 2,
-        "{proved_between} PoRep partitions were proved while the CRITICAL job waited"
+        order.proved_between <= 2,
+        "{} PoRep partitions were proved while the CRITICAL job waited",
+        order.proved_between
     );
     let reloads = events(&e, StageEvent::SrsLoadEnd)
         .iter()
@@ -357,17 +319,55 @@ fn an_urgent_job_loads_its_parameters_ahead_of_partitions_waiting_for_memory() {
         reloads, 2,
         "the PoRep set was evicted for the urgent one and loaded again"
     );
-    let done = at(StageEvent::JobDone, urgent)[0];
     println!(
         "CRITICAL job with its own parameters under a 12-partition PoRep load: done {:.0} ms \
-         after submission, {proved_between} PoRep prove(s) in between",
-        done - submitted
+         after submission, {} PoRep prove(s) in between",
+        order.done_ms, order.proved_between
     );
-    for id in sealing {
-        assert!(
-            done < at(StageEvent::JobDone, id)[0],
-            "the CRITICAL job finishes before the PoRep job {id}"
-        );
+}
+
+/// What a CRITICAL job waited for, from the TIMELINE; it must have finished before every
+/// sealing job.
+struct UrgentOrder {
+    /// Other partitions that started synthesis between its submission and its last
+    /// partition's synthesis.
+    overtaking: usize,
+    /// Other partitions proved between its submission and its last prove.
+    proved_between: usize,
+    /// From its submission to its end.
+    done_ms: f64,
+}
+
+impl UrgentOrder {
+    fn of(e: &Engine, urgent: u64, sealing: &[u64]) -> Self {
+        let at = |kind, job| {
+            let ev = events(e, kind);
+            ev.iter()
+                .filter(|ev| ev.job == job)
+                .map(|ev| ev.t_ms)
+                .collect::<Vec<_>>()
+        };
+        let submitted = at(StageEvent::JobSubmit, urgent)[0];
+        let others_between = |kind, until: f64| {
+            events(e, kind)
+                .iter()
+                .filter(|ev| ev.job != urgent && ev.t_ms > submitted && ev.t_ms < until)
+                .count()
+        };
+        let last_synth = *at(StageEvent::SynthStart, urgent).last().unwrap();
+        let last_prove = *at(StageEvent::ProveStart, urgent).last().unwrap();
+        let done = at(StageEvent::JobDone, urgent)[0];
+        for &id in sealing {
+            assert!(
+                done < at(StageEvent::JobDone, id)[0],
+                "the CRITICAL job finishes before the PoRep job {id}"
+            );
+        }
+        Self {
+            overtaking: others_between(StageEvent::SynthStart, last_synth),
+            proved_between: others_between(StageEvent::ProveStart, last_prove),
+            done_ms: done - submitted,
+        }
     }
 }
 

@@ -115,3 +115,38 @@ pub fn rss_kib(pid: u32) -> Option<u64> {
         .find_map(|l| l.strip_prefix("VmRSS:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
+
+/// The shared test parameters of `kind` at 2 KiB (generated on first use) and their directory,
+/// set as FIL_PROOFS_PARAMETER_CACHE first: filecoin-proofs reads it once, at its first use
+/// (the verifier).
+pub fn params_2kib(kind: zkforge_filecoin::ProofKind) -> std::path::PathBuf {
+    use zkforge_filecoin::params;
+    let dir = params::zkforge_cache_dir().join("params");
+    std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &dir);
+    params::ensure_test_params(kind, 2048, &dir, &()).unwrap();
+    dir
+}
+
+/// A batch of `count` 2 KiB WinningPoSt proofs of the fixtures in `fx` (the cheapest real
+/// proof), `concurrency` at once, unsaved and unverified.
+pub fn winning_post_batch(
+    addr: zkforge_bench_client::DaemonAddr,
+    fx: &std::path::Path,
+    count: usize,
+    concurrency: usize,
+) -> zkforge_bench_client::BatchConfig {
+    use zkforge_bench_client::{InputSpec, ProofInput, ProofType};
+    let spec = InputSpec::from_fixtures(ProofType::WinningPost, fx);
+    zkforge_bench_client::BatchConfig {
+        addr,
+        input: std::sync::Arc::new(ProofInput::load(&spec).unwrap()),
+        count,
+        concurrency,
+        connect_timeout: std::time::Duration::from_secs(10),
+        proof_timeout: Some(std::time::Duration::from_secs(600)),
+        save_proofs: None,
+        verify: false,
+        progress: false,
+        print_lines: false,
+    }
+}

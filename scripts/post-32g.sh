@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# WinningPoSt, WindowPoSt and SnapDeals at 32 GiB (issue #17), kind by kind: sparse fixtures,
+# `zkforge params generate`, the daemon on $BACKEND, `bench batch --verify` (filecoin-proofs'
+# verifiers), status and TIMELINE. KINDS (default "winning-post window-post snap"), BACKEND
+# (cuda | cpu; default cuda), PROOFS per kind (default 2), SIZE (default 32GiB).
+# Disk: a 32 GiB WindowPoSt key is ~45 GB and a SnapDeals one ~29 GB, beside their recorded
+# matrices; on the device's 64 GiB disk one kind's files live at a time (KEEP=1 keeps them).
+# On the CPU (BIN=target/release BACKEND=cpu KINDS=winning-post) this runs on any machine;
+# the larger kinds need the GPU path's generation and memory. Output as in gpu-common.sh.
+source "$(dirname "$0")/gpu-common.sh"
+kinds="${KINDS:-winning-post window-post snap}"
+backend="${BACKEND:-cuda}"
+size="${SIZE:-32GiB}"
+fx="$work/fx-post-$size"
+params="$FIL_PROOFS_PARAMETER_CACHE"
+mkdir -p "$params"
+free -g > "$out/memory.txt" 2>&1
+
+run fixtures 300 "$zk" fixtures --sector-size "$size" --out "$fx" --seed 32 \
+  --kinds "$(echo "$kinds" | tr ' ' ',')"
+tail -n 6 "$out/fixtures.log"
+
+for kind in $kinds; do
+  run "params-$kind" 560 "$zk" params generate --proof "$kind" --sector-size "$size" \
+    --backend "$backend" --seed 32 --out "$params" --force
+  tail -n 2 "$out/params-$kind.log" | tee -a "$out/summary.txt"
+  df -h "$work" >> "$out/disk.txt" 2>&1
+
+  cat > "$work/daemon-$kind.toml" <<TOML
+[daemon]
+listen = "127.0.0.1:9820"
+http_listen = "127.0.0.1:9821"
+params = "$params"
+backend = "$backend"
+[engine]
+synthesis_workers = ${SYNTH_WORKERS:-2}
+TOML
+  daemon_up "$out/daemon-$kind.log" --config "$work/daemon-$kind.toml"
+  run "batch-$kind" 560 "$zk" bench batch --addr 127.0.0.1:9820 --type "$kind" --fixtures "$fx" \
+    --params "$params" -c "${PROOFS:-2}" -j 1 --verify --json "$out/batch-$kind.json"
+  tail -n 10 "$out/batch-$kind.log" | tee -a "$out/summary.txt"
+  http_status 9821 > "$out/status-$kind.json" 2>&1
+  grep -oE '"(process_peak_rss_bytes|memory_peak_bytes|vram_reserved_bytes)": ?[0-9]+' \
+    "$out/status-$kind.json" | tee -a "$out/summary.txt"
+  kill -TERM "$daemon"; wait "$daemon"
+  "$zk" timeline "$out/daemon-$kind.log" --svg "$out/timeline-$kind-$size.svg" \
+    > "$out/timeline-$kind.txt" 2>&1
+  tail -n 8 "$out/timeline-$kind.txt"
+  # The next kind's key needs the disk; the .vk files stay for later verification.
+  [ "${KEEP:-0}" = 1 ] || find "$params" -name '*.params' -o -name '*.r1cs' | xargs -r rm -f
+done
+finish
