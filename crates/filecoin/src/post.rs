@@ -4,7 +4,9 @@
 use std::sync::Arc;
 
 use anyhow::{ensure, Context, Result};
+use bellpepper_core::Circuit;
 use blstrs::Scalar;
+use ff::Field;
 use filecoin_hashers::Hasher;
 use filecoin_proofs::parameters::{window_post_public_params, winning_post_public_params};
 use filecoin_proofs::{
@@ -13,11 +15,14 @@ use filecoin_proofs::{
 };
 use filecoin_proofs_api::RegisteredPoStProof;
 use storage_proofs_core::compound_proof::CompoundProof;
+use storage_proofs_core::util::NODE_SIZE;
 use storage_proofs_post::fallback::{
     self, FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound,
 };
-use zkforge_groth16::{ConstraintMatrices, MatrixRecorder, Witness};
+use zkforge_groth16::synthesis::pool;
+use zkforge_groth16::{Assignment, ConstraintMatrices, MatrixRecorder, Witness};
 
+use crate::native;
 use crate::params::params_id;
 use crate::shape::with_tree;
 use crate::untrusted::refusing_panics;
@@ -55,6 +60,23 @@ pub fn post_circuits(req: PostRequest) -> Result<Box<dyn PartitionedCircuit>> {
     let size = u64::from(req.registered_proof.sector_size());
     refusing_panics("the PoSt vanilla proofs", || {
         with_tree!(size, post_for_tree, req)
+    })
+}
+
+/// A PoSt request's two ways to its assignment, side by side: the native one the product path
+/// takes, and the circuit run through the witness-only constraint system (the gadgets).
+pub trait PostAssignments: Send + Sync {
+    /// Native: the sectors written in parallel on up to `threads` threads.
+    fn native(&self, threads: usize) -> Result<Assignment>;
+    /// The gadgets, one sector after another, in a buffer sized like `native`'s output.
+    fn witness_only(&self, like: &Assignment) -> Result<Assignment>;
+}
+
+/// [`PostAssignments`] of a request, for any sector size.
+pub fn post_assignments(req: PostRequest) -> Result<Box<dyn PostAssignments>> {
+    let size = u64::from(req.registered_proof.sector_size());
+    refusing_panics("the PoSt vanilla proofs", || {
+        with_tree!(size, assignments_for_tree, req)
     })
 }
 
@@ -124,6 +146,16 @@ struct PostCircuits<Tree: 'static + MerkleTreeTrait> {
 fn post_for_tree<Tree: 'static + MerkleTreeTrait>(
     req: PostRequest,
 ) -> Result<Box<dyn PartitionedCircuit>> {
+    Ok(Box::new(parse_request::<Tree>(req)?))
+}
+
+fn assignments_for_tree<Tree: 'static + MerkleTreeTrait>(
+    req: PostRequest,
+) -> Result<Box<dyn PostAssignments>> {
+    Ok(Box::new(parse_request::<Tree>(req)?))
+}
+
+fn parse_request<Tree: 'static + MerkleTreeTrait>(req: PostRequest) -> Result<PostCircuits<Tree>> {
     let config = req.registered_proof.as_v1_config();
     ensure!(
         !req.vanilla_proofs.is_empty(),
@@ -211,17 +243,37 @@ fn post_for_tree<Tree: 'static + MerkleTreeTrait>(
         sectors: verifier_sectors,
         ..public_inputs.clone()
     };
-    Ok(Box::new(PostCircuits::<Tree> {
+    Ok(PostCircuits::<Tree> {
         params_id: params_id_for_tree::<Tree>(&config)?,
         public_params,
         public_inputs,
         verifier_inputs,
         proof,
         partition,
-    }))
+    })
 }
 
 impl<Tree: 'static + MerkleTreeTrait> PostCircuits<Tree> {
+    /// The circuit's sectors, as `FallbackPoStCompound::circuit` lays them out for chunk 0: a
+    /// partition short of sectors repeats its last public sector.
+    fn sector_inputs(&self) -> Result<Vec<native::SectorInputs>> {
+        let n = self.public_params.sector_count;
+        ensure!(
+            self.proof.sectors.len() == n,
+            "the partition's vanilla proof has {} sectors, the circuit {n}",
+            self.proof.sectors.len()
+        );
+        let public = &self.public_inputs.sectors[..n.min(self.public_inputs.sectors.len())];
+        let last = public.len().checked_sub(1).context("no public sectors")?;
+        Ok(self
+            .proof
+            .sectors
+            .iter()
+            .enumerate()
+            .map(|(i, p)| native::SectorInputs::from_vanilla(public[i.min(last)].comm_r.into(), p))
+            .collect())
+    }
+
     fn circuit(&self, k: usize) -> Result<FallbackPoStCircuit<Tree>> {
         ensure!(k == 0, "a PoSt request has one partition");
         // As filecoin-proofs does: the circuit sees this partition's sectors as chunk 0.
@@ -257,8 +309,12 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionedCircuit for PostCircuits<Tree> 
         blank_matrices::<Tree>(&self.public_params).map(Some)
     }
 
+    /// Native: the sectors written in parallel on the synthesis pool's threads (a PoSt request
+    /// is one partition, so its own sectors are the parallelism there is).
     fn assign(&self, k: usize, matrices: Arc<ConstraintMatrices>) -> Result<Witness> {
-        zkforge_groth16::assign(self.circuit(k)?, matrices).context("synthesizing the PoSt circuit")
+        ensure!(k == 0, "a PoSt request has one partition");
+        let a = self.native(rayon::current_num_threads())?;
+        Ok(Witness::from_assignment(a, matrices)?)
     }
 
     fn public_inputs(&self, k: usize) -> Result<Vec<Scalar>> {
@@ -268,5 +324,24 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionedCircuit for PostCircuits<Tree> 
             &self.public_params,
             Some(self.partition),
         )
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait> PostAssignments for PostCircuits<Tree> {
+    fn native(&self, threads: usize) -> Result<Assignment> {
+        let sectors = self.sector_inputs()?;
+        let leaves = self.public_params.sector_size as usize / NODE_SIZE;
+        native::post_assignment::<Tree>(&sectors, leaves, threads, pool::current_pool())
+            .context("native assignment of the PoSt circuit")
+    }
+
+    fn witness_only(&self, like: &Assignment) -> Result<Assignment> {
+        let circuit = self.circuit(0)?;
+        let mut a = Assignment::with_capacity(None, like.inputs.len(), like.aux.len());
+        a.append(|w| {
+            w.push_input(Scalar::ONE)?;
+            Ok(circuit.synthesize(w)?)
+        })?;
+        Ok(a)
     }
 }

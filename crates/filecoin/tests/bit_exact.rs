@@ -1,9 +1,12 @@
-//! The product path's witness equals the reference constraint system's, at 2 KiB, for all
-//! four proof kinds: the assignment (inputs, aux) from the witness-only constraint system,
-//! and a, b, c from the recorded matrices, row for row; the densities from the recording.
+//! The product path's witness equals the reference constraint system's, at 2 KiB for all four
+//! proof kinds and at 32 and 64 GiB for WinningPoSt (the PoSt sector circuit on the real trees,
+//! with sub and top levels): the assignment (native for PoRep and PoSt, the witness-only
+//! constraint system for SnapDeals), and a, b, c from the recorded matrices, row for row; the
+//! densities from the recording.
 
 mod common;
 
+use zkforge_filecoin::fixtures::sparse::{make_post, KeyedFr};
 use zkforge_filecoin::fixtures::{read_base64_list, unhex32};
 use zkforge_filecoin::post::{post_circuits, PostRequest};
 use zkforge_filecoin::snap::{snap_circuits, SnapRequest};
@@ -89,4 +92,21 @@ fn product_witnesses_equal_the_reference_for_all_four_kinds() {
         vanilla_proofs: read_base64_list(&std::fs::read(dir.join(&s.vanilla)).unwrap()).unwrap(),
     };
     assert_bit_exact("SnapDeals", snap_circuits(req).unwrap().as_ref());
+}
+
+#[test]
+fn native_post_witnesses_equal_the_reference_at_32_and_64_gib() {
+    use filecoin_proofs_api::RegisteredPoStProof::*;
+    let prover_id = KeyedFr::new(b"test prover", 1).bytes(0);
+    for proof in [StackedDrgWinning32GiBV1, StackedDrgWinning64GiBV1] {
+        let made = make_post(proof, 1, prover_id, 7, &()).unwrap();
+        let req = PostRequest {
+            registered_proof: made.registered_proof,
+            randomness: made.randomness,
+            prover_id,
+            vanilla_proofs: made.vanilla,
+            partition_index: 0,
+        };
+        assert_bit_exact(&format!("{proof:?}"), post_circuits(req).unwrap().as_ref());
+    }
 }

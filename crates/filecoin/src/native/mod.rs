@@ -10,7 +10,9 @@
 //! - `challenge`: the circuit's allocation order (the prefix, then one challenge); the prefix's
 //!   single Poseidon hash still runs as the gadget in the witness-only constraint system;
 //! - `vanilla`: a challenge's inputs read from its vanilla proof;
-//! - `synthetic`: partitions of a real shape with made-up values, for benchmarks.
+//! - `synthetic`: partitions of a real shape with made-up values, for benchmarks;
+//! - `post`: the FallbackPoSt circuit (WinningPoSt, WindowPoSt), sector by sector, from the
+//!   same Poseidon and PoR mirrors.
 //!
 //! The challenges of a partition are independent and each allocates the same number of
 //! values (what is allocated depends on the circuit's shape, never on values), so after the
@@ -21,10 +23,12 @@
 mod challenge;
 mod gadgets;
 mod poseidon;
+mod post;
 pub mod sha256;
 mod synthetic;
 mod vanilla;
 
+pub use post::{post_assignment, SectorInputs};
 pub use synthetic::{synthetic_porep, SyntheticPoRep};
 
 use std::borrow::Cow;
