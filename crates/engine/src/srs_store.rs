@@ -11,7 +11,7 @@ use anyhow::{bail, Result};
 use zkforge_circuits::{cached_matrices, ParamsId, PartitionedCircuit};
 use zkforge_groth16::{ConstraintMatrices, LoadedKey, ProverBackend};
 
-use crate::budget::{MemoryBudget, RankedWaiter, Reservation};
+use crate::budget::{MemoryBudget, Reservation};
 use crate::params_source::ParamsSource;
 
 /// A parameter set in memory, with the budget it holds until the last user lets go.
@@ -130,100 +130,99 @@ impl SrsStore {
         out
     }
 
+    /// Loads the set with all of its memory reserved at once: two loads each holding part of
+    /// what they need while waiting for the rest would wait for each other forever. The
+    /// reservation is sized from what is known before reading (the key's lengths, the
+    /// matrices' estimate); if the set turns out larger and the difference is not free at
+    /// once, everything is given back and the load starts over with the sizes now known.
     fn load(
         &self,
         id: &ParamsId,
         circuit: Option<&dyn PartitionedCircuit>,
         rank: usize,
     ) -> Result<Arc<Resident>> {
-        // One place among the waiters for the whole load: lower ranks take nothing between
-        // its reservations.
-        let waiter = self.budget.waiter(rank);
         let lengths = self.source.lengths(id)?;
         let in_file = self.backend.prefers_key_file(&lengths);
-        let key_bytes = if in_file {
+        let mut key_bytes = if in_file {
             (lengths.ic * 96) as u64
         } else {
             lengths.decoded_bytes() as u64
         };
-        let mut reservations = vec![self.make_room(&waiter, id, key_bytes, "its proving key")?];
-        let key = self.source.load(id, in_file)?;
-        // A source may hand over a decoded key even when the file was preferred (one a
-        // benchmark already holds): its bytes count all the same.
-        let extra = (key.host_bytes() as u64).saturating_sub(key_bytes);
-        if extra > 0 {
-            reservations.push(self.make_room(&waiter, id, extra, "its proving key")?);
-        }
-        tracing::info!(
-            circuit = %id.circuit_id(),
-            form = match key {
-                LoadedKey::Memory(_) => "memory",
-                LoadedKey::File(_) => "file",
-            },
-            host_bytes = key.host_bytes(),
-            "proving key loaded"
-        );
-        let rows_estimate = (lengths.h as u64 + 1) * MATRIX_BYTES_PER_ROW_ESTIMATE;
-        let matrices = self
-            .matrices(&waiter, id, circuit, rows_estimate, &mut reservations)?
-            .map(Arc::new);
-        Ok(Arc::new(Resident {
-            key,
-            matrices,
-            reservations,
-        }))
-    }
-
-    /// The circuit's matrices: cached or recorded (see `cached_matrices`), their bytes
-    /// reserved from the budget — an estimate while they are read or recorded, then the rest.
-    fn matrices(
-        &self,
-        waiter: &RankedWaiter,
-        id: &ParamsId,
-        circuit: Option<&dyn PartitionedCircuit>,
-        estimate: u64,
-        reservations: &mut Vec<Reservation>,
-    ) -> Result<Option<ConstraintMatrices>> {
         let cache = self.source.matrices_cache(id);
-        let cached = cache.as_ref().is_some_and(|p| p.exists());
-        if circuit.is_none() && !cached {
-            return Ok(None);
-        }
-        reservations.push(self.make_room(waiter, id, estimate, "its constraint matrices")?);
-        let m = match circuit {
-            Some(c) => cached_matrices(c, cache.as_deref())?,
-            // A preload has no circuit to record: only a cached recording serves.
-            None => cache.and_then(|p| ConstraintMatrices::read_file(&p).ok()),
+        let has_matrices = circuit.is_some() || cache.as_ref().is_some_and(|p| p.exists());
+        let mut matrix_bytes = if has_matrices {
+            (lengths.h as u64 + 1) * MATRIX_BYTES_PER_ROW_ESTIMATE
+        } else {
+            0
         };
-        if let Some(extra) = m
-            .as_ref()
-            .map(|m| m.heap_bytes() as u64)
-            .filter(|&b| b > estimate)
-        {
-            let extra = extra - estimate;
-            reservations.push(self.make_room(waiter, id, extra, "its constraint matrices")?);
+        loop {
+            let reserved = self.make_room(rank, id, key_bytes + matrix_bytes)?;
+            let key = self.source.load(id, in_file)?;
+            let matrices = if has_matrices {
+                match circuit {
+                    Some(c) => cached_matrices(c, cache.as_deref())?,
+                    // A preload has no circuit to record: only a cached recording serves.
+                    None => cache
+                        .as_deref()
+                        .and_then(|p| ConstraintMatrices::read_file(p).ok()),
+                }
+            } else {
+                None
+            };
+            // A source may hand over a decoded key even when the file was preferred (one a
+            // benchmark already holds): its bytes count all the same.
+            let (actual_key, actual_matrices) = (
+                (key.host_bytes() as u64).max(key_bytes),
+                matrices.as_ref().map_or(0, |m| m.heap_bytes() as u64),
+            );
+            let short = (actual_key + actual_matrices).saturating_sub(reserved.bytes());
+            let extra = match short {
+                0 => None,
+                n => match self.budget.waiter(rank).try_reserve(n) {
+                    Some(r) => Some(r),
+                    None => {
+                        tracing::info!(
+                            circuit = %id.circuit_id(),
+                            short = n,
+                            "parameters larger than estimated: reserving again"
+                        );
+                        (key_bytes, matrix_bytes) = (actual_key, actual_matrices);
+                        continue;
+                    }
+                },
+            };
+            tracing::info!(
+                circuit = %id.circuit_id(),
+                form = match key {
+                    LoadedKey::Memory(_) => "memory",
+                    LoadedKey::File(_) => "file",
+                },
+                host_bytes = key.host_bytes(),
+                "proving key loaded"
+            );
+            return Ok(Arc::new(Resident {
+                key,
+                matrices: matrices.map(Arc::new),
+                reservations: std::iter::once(reserved).chain(extra).collect(),
+            }));
         }
-        Ok(m)
     }
 
     /// Reserves `bytes`, evicting unused sets (least recently used first) and then waiting for
-    /// partitions in flight to release memory. Sets in use become unused as their partitions
-    /// finish: lower-ranked workers hand theirs back while this waits (see `synthesize_unit`).
-    fn make_room(
-        &self,
-        waiter: &RankedWaiter,
-        id: &ParamsId,
-        bytes: u64,
-        what: &str,
-    ) -> Result<Reservation> {
+    /// partitions in flight to release memory, ranked by `rank` while it waits (not while the
+    /// key is read: lower ranks are held back only when memory is what this load lacks). Sets
+    /// in use become unused as their partitions finish: lower-ranked workers hand theirs back
+    /// while this waits (see `synthesize_unit`).
+    fn make_room(&self, rank: usize, id: &ParamsId, bytes: u64) -> Result<Reservation> {
         if bytes > self.budget.total() {
             bail!(
-                "parameters {}: {what} need {bytes} bytes, more than the whole memory budget \
-                 ({} bytes)",
+                "parameters {}: the proving key and constraint matrices need {bytes} bytes, more \
+                 than the whole memory budget ({} bytes)",
                 id.circuit_id(),
                 self.budget.total()
             );
         }
+        let waiter = self.budget.waiter(rank);
         loop {
             if let Some(r) = waiter.try_reserve(bytes) {
                 return Ok(r);

@@ -60,6 +60,14 @@ fn keys() -> (ParamsId, ProvingKey) {
     )
 }
 
+/// The bytes the engine holds for the parameter set of `job` (key and recorded matrices),
+/// from a probe job on a roomy budget.
+fn resident_bytes() -> u64 {
+    let (e, _) = engine(config(1), 0);
+    completed(&e, submit(&e, job(1, 0), None));
+    e.status().loaded_srs[0].bytes
+}
+
 fn engine(config: EngineConfig, prove_ms: u64) -> (Engine, ProvingKey) {
     let (id, pk) = keys();
     let backend: Arc<dyn ProverBackend> = Arc::new(SlowBackend(
@@ -154,7 +162,7 @@ fn memory_budget_bounds_the_partitions_in_flight() {
     let (_, pk) = keys();
     let c = circuit(1);
     let partition = Witness::estimated_bytes(pk.h.len() + 1, pk.vk.ic.len(), pk.l.len()) as u64;
-    let budget = pk.heap_bytes() as u64 + 2 * partition + partition / 2;
+    let budget = resident_bytes() + 2 * partition + partition / 2;
     let cfg = EngineConfig {
         prove_queue_depth: 4,
         memory_budget: budget.to_string(),
@@ -169,7 +177,7 @@ fn memory_budget_bounds_the_partitions_in_flight() {
     assert!(peak_bytes <= budget);
     assert_eq!(
         peak_reservations, 3,
-        "the keys and exactly two partitions at most"
+        "the parameter set (one reservation) and exactly two partitions at most"
     );
     assert_eq!(c.constraints, 512);
 }
@@ -271,12 +279,8 @@ fn an_urgent_job_loads_its_parameters_ahead_of_partitions_waiting_for_memory() {
         ];
         Box::new(MemorySource(keys.into_iter().collect()))
     };
-    // A set's bytes (key and recorded matrices) as the engine counts them, from a probe.
-    let resident = {
-        let e = Engine::start(config(1), Arc::new(CpuBackend::new()), source()).unwrap();
-        completed(&e, submit(&e, job(1, 0), None));
-        e.status().loaded_srs[0].bytes
-    };
+    // Both sets have this size (same shape).
+    let resident = resident_bytes();
     let partition = Witness::estimated_bytes(pk.h.len() + 1, pk.vk.ic.len(), pk.l.len()) as u64;
     let budget = resident + 2 * partition + partition / 2;
     assert!(2 * resident > budget, "the two sets must not fit together");
