@@ -106,8 +106,8 @@ impl MemoryBudget {
             .1
     }
 
-    /// A place among the ranked waiters, kept across several reservations (a parameter load
-    /// evicting between attempts): while it lives, waiters of lower rank take nothing, so that
+    /// A place among the ranked waiters, kept across several attempts (a parameter load
+    /// evicting between them): while it lives, waiters of lower rank take nothing, so that
     /// memory freed by a finished partition goes to the most urgent work, not to whichever
     /// waiter polls first.
     pub fn waiter(self: &Arc<Self>, rank: usize) -> RankedWaiter {

@@ -4,9 +4,7 @@
 use std::sync::Arc;
 
 use anyhow::{ensure, Context, Result};
-use bellpepper_core::Circuit;
 use blstrs::Scalar;
-use ff::Field;
 use filecoin_hashers::Hasher;
 use filecoin_proofs::parameters::{window_post_public_params, winning_post_public_params};
 use filecoin_proofs::{
@@ -336,12 +334,7 @@ impl<Tree: 'static + MerkleTreeTrait> PostAssignments for PostCircuits<Tree> {
     }
 
     fn witness_only(&self, like: &Assignment) -> Result<Assignment> {
-        let circuit = self.circuit(0)?;
-        let mut a = Assignment::with_capacity(None, like.inputs.len(), like.aux.len());
-        a.append(|w| {
-            w.push_input(Scalar::ONE)?;
-            Ok(circuit.synthesize(w)?)
-        })?;
-        Ok(a)
+        let (inputs, aux) = (like.inputs.len(), like.aux.len());
+        Ok(Assignment::of_circuit(self.circuit(0)?, None, inputs, aux)?)
     }
 }

@@ -38,7 +38,7 @@ pub struct DaemonArgs {
 }
 
 /// The `preload` sets, each checked to have its parameter file before anything starts.
-fn preload_ids(d: &DaemonSection, dir: &Path) -> Result<Vec<ParamsId>> {
+fn checked_preload(d: &DaemonSection, dir: &Path) -> Result<Vec<ParamsId>> {
     let ids = d.preload_ids()?;
     for id in &ids {
         let path = id.params_path(dir);
@@ -121,7 +121,7 @@ pub fn run(args: DaemonArgs) -> Result<()> {
     for line in config.gpu.describe() {
         tracing::info!("gpu config: {line}");
     }
-    let preload = preload_ids(&config.daemon, &dir)?;
+    let preload = checked_preload(&config.daemon, &dir)?;
     let backend = backend::select_with(backend_arg, config.engine.prover_threads, &gpu)?;
     let engine = Arc::new(Engine::start(
         config.engine,

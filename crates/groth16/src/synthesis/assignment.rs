@@ -33,11 +33,7 @@ pub fn assign<C: bellpepper_core::Circuit<Scalar>>(
     matrices: Arc<ConstraintMatrices>,
 ) -> Result<Witness> {
     let (inputs, aux) = matrices.assignment_shape();
-    let mut a = Assignment::with_capacity(pool::current_pool(), inputs, aux);
-    a.append(|w| {
-        w.alloc_input(|| "one", || Ok(Scalar::ONE))?;
-        Ok(circuit.synthesize(w)?)
-    })?;
+    let a = Assignment::of_circuit(circuit, pool::current_pool(), inputs, aux)?;
     Witness::from_assignment(a, matrices)
 }
 
@@ -86,6 +82,22 @@ impl Assignment {
 
     /// Runs `f` on a writer that appends to this assignment within its capacity; whatever `f`
     /// wrote stays, even when it fails. Returns what `f` wrote.
+    /// `circuit`'s values through its gadgets (ONE first), in room for `inputs` and `aux`
+    /// values with the aux buffer from `pool`.
+    pub fn of_circuit<C: bellpepper_core::Circuit<Scalar>>(
+        circuit: C,
+        pool: Option<Arc<ScalarPool>>,
+        inputs: usize,
+        aux: usize,
+    ) -> Result<Self> {
+        let mut a = Self::with_capacity(pool, inputs, aux);
+        a.append(|w| {
+            w.alloc_input(|| "one", || Ok(Scalar::ONE))?;
+            Ok(circuit.synthesize(w)?)
+        })?;
+        Ok(a)
+    }
+
     pub fn append<R>(
         &mut self,
         f: impl FnOnce(&mut AssignmentWriter<'_>) -> Result<R>,
