@@ -6,9 +6,22 @@
 
 mod common;
 
+use blstrs::Scalar;
 use common::*;
 use std::io::Write;
+use zkforge_cuda::host::MsmOptions;
 use zkforge_cuda::{CudaDevice, NttDirection};
+
+/// A check's record from a result: Ok(true) passes, anything else fails with its reason.
+fn rec_check(name: String, r: Result<bool, zkforge_cuda::CudaError>) -> Check {
+    let ok = matches!(r, Ok(true));
+    let detail = match r {
+        Err(e) => format!("error {e}"),
+        _ => String::new(),
+    };
+    println!("{} {name} {detail}", if ok { "PASS" } else { "FAIL" });
+    Check { name, ok, detail }
+}
 
 fn median(mut v: Vec<f32>) -> f32 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
@@ -102,52 +115,73 @@ fn check(dev: &CudaDevice, seed: u64, out_dir: &str) {
             check_h(dev, l, seed ^ 0x4800 ^ l as u64, &mut res);
         }
     }
+    // Each MSM size and scalar mix under the default cut (signed digits, the cost model's
+    // window), then the plain digits and fixed widths: narrow (many windows), the widest, and
+    // several batches of windows (ZKFORGE_MSM_WB), on odd sizes too.
+    let all = ["random", "edge", "bits", "same", "sparse", "small", "high"];
+    let plain = MsmOptions {
+        signed: false,
+        window_bits: None,
+    };
+    let width = |c| MsmOptions {
+        signed: true,
+        window_bits: Some(c),
+    };
     if want("g1") {
         for n in [1usize, 2, 3] {
             check_msm_g1(dev, n, &["random", "edge"], seed ^ n as u64, &mut res);
         }
+        check_msm_g1(dev, 1000, &all, seed ^ 1000, &mut res);
+        check_msm_g1(dev, 4097, &all, seed ^ 4097, &mut res);
+        check_msm_g1(dev, (1 << 16) + 3, &all, seed ^ 0x10003, &mut res);
+        let big = ["random", "sparse", "same", "porep"];
+        check_msm_g1(dev, 1 << 20, &big, seed ^ 0x100000, &mut res);
         check_msm_g1(
             dev,
-            1000,
-            &["random", "edge", "bits", "same", "sparse"],
-            seed ^ 1000,
+            (1 << 20) - 1,
+            &["random", "high"],
+            seed ^ 0xfffff,
             &mut res,
         );
-        check_msm_g1(
-            dev,
-            1 << 16,
-            &["random", "edge", "bits", "same", "sparse"],
-            seed ^ 0x10000,
-            &mut res,
-        );
-        check_msm_g1(
-            dev,
-            1 << 20,
-            &["random", "sparse", "same"],
-            seed ^ 0x100000,
-            &mut res,
-        );
+        for (n, o) in [
+            (1000, plain),
+            (1 << 16, plain),
+            (4097, width(3)),
+            (1000, width(22)),
+        ] {
+            check_msm_g1_with(dev, n, &all, seed ^ 0x77 ^ n as u64, &o, &mut res);
+        }
+        check_msm_g1_with(dev, 1 << 20, &big, seed ^ 0x78, &width(22), &mut res);
+        std::env::set_var("ZKFORGE_MSM_WB", "3");
+        check_msm_g1_with(dev, (1 << 16) + 1, &all, seed ^ 0x79, &width(9), &mut res);
+        std::env::remove_var("ZKFORGE_MSM_WB");
         check_msm_prefix(dev, seed, &mut res);
     }
     if want("g2") {
         for n in [1usize, 2, 3] {
             check_msm_g2(dev, n, &["random", "edge"], seed ^ n as u64, &mut res);
         }
-        check_msm_g2(
-            dev,
-            1000,
-            &["random", "edge", "bits", "same", "sparse"],
-            seed ^ 1000,
-            &mut res,
-        );
-        check_msm_g2(
-            dev,
-            1 << 16,
-            &["random", "edge", "sparse"],
-            seed ^ 0x10000,
-            &mut res,
-        );
+        check_msm_g2(dev, 1000, &all, seed ^ 1000, &mut res);
+        check_msm_g2(dev, 4097, &all, seed ^ 4097, &mut res);
+        let mid = ["random", "edge", "sparse", "small", "high", "porep"];
+        check_msm_g2(dev, (1 << 16) + 3, &mid, seed ^ 0x10003, &mut res);
         check_msm_g2(dev, 1 << 20, &["random"], seed ^ 0x100000, &mut res);
+        for (n, o) in [(1000, plain), (4097, width(3)), (1000, width(22))] {
+            check_msm_g2_with(dev, n, &all, seed ^ 0x77 ^ n as u64, &o, &mut res);
+        }
+    }
+    if want("h") {
+        // The earlier natural-order chain, kept for benchmarks, against the same reference.
+        for l in [1u32, 10, 16] {
+            let m = 1usize << l;
+            let [a, b, c] = [0u64, 1, 2].map(|k| random_scalars(m, seed ^ 0x4900 ^ k));
+            let up = |v: &[Scalar]| dev.upload_scalars(v).unwrap();
+            let ok = dev
+                .h_from_device_with(up(&a), up(&b), up(&c), true)
+                .and_then(|h| dev.download_scalars(&h))
+                .map(|h| h == cpu_h(&a, &b, &c));
+            res.push(rec_check(format!("h natural chain 2^{l}"), ok));
+        }
     }
     let fails = res.iter().filter(|c| !c.ok).count();
     let mut f = std::fs::File::create(format!("{out_dir}/check.md")).unwrap();
@@ -184,7 +218,8 @@ fn bench(dev: &CudaDevice, seed: u64, out_dir: &str, what: &str) {
             rows.push((name, m, note));
         };
     let want = |k: &str| {
-        (what == "all" && k != "sweep" && k != "g1big") || what.split(',').any(|x| x == k)
+        (what == "all" && !["sweep", "g1big", "porep", "hchain"].contains(&k))
+            || what.split(',').any(|x| x == k)
     };
     if want("ntt") {
         for l in [20u32, 24, 27] {
@@ -365,6 +400,41 @@ fn bench(dev: &CudaDevice, seed: u64, out_dir: &str, what: &str) {
             String::new(),
         );
     }
+    if want("hchain") {
+        // The h step at 2^27 on the device: the earlier natural-order chain (seven bit
+        // reversals) against DIF/DIT pairs, interleaved; a, b, c copied on the device per call.
+        let l = 27u32;
+        let up = |k: u64| {
+            dev.upload_scalars(&random_scalars(1 << l, seed ^ 0x4a00 ^ k))
+                .unwrap()
+        };
+        let (a, b, c) = (up(0), up(1), up(2));
+        for natural in [true, false, true, false] {
+            let mut v = Vec::new();
+            for rep in 0..4 {
+                let cp = |x| dev.copy_scalars(x).unwrap();
+                let (a2, b2, c2) = (cp(&a), cp(&b), cp(&c));
+                let t = dev.timed(|d| d.h_from_device_with(a2, b2, c2, natural).unwrap());
+                if rep > 0 {
+                    v.push(t.unwrap().1);
+                }
+            }
+            let chain = if natural {
+                "natural order"
+            } else {
+                "DIF/DIT pairs"
+            };
+            emit(
+                &mut rows,
+                format!("h step 2^{l} on device, {chain} (7 NTTs)"),
+                v,
+                String::new(),
+            );
+        }
+    }
+    if want("porep") {
+        bench_porep(dev, seed, &mut rows, &mut emit);
+    }
     if want("g2") {
         let distinct = random_g2(1 << 20, seed);
         let mut bases = Vec::with_capacity(1 << 24);
@@ -389,4 +459,89 @@ fn bench(dev: &CudaDevice, seed: u64, out_dir: &str, what: &str) {
     for (n, m, _) in &rows {
         println!("| {n} | {m:.2} |");
     }
+}
+
+type Emit<'a> = dyn FnMut(&mut Vec<(String, f32, String)>, String, Vec<f32>, String) + 'a;
+
+/// The five MSMs of a 32 GiB PoRep partition, shaped like its witness: H over 2^27 − 1 random
+/// scalars; L over the aux assignment (130,148,591), A over 99.7% of it, B_G1 and B_G2 over
+/// 25.4%, each 45% zeros, 45% ones, 10% random. Bases: 2^20 distinct points repeated.
+fn bench_porep(
+    dev: &CudaDevice,
+    seed: u64,
+    rows: &mut Vec<(String, f32, String)>,
+    emit: &mut Emit,
+) {
+    let (n_h, n_l, n_a, n_b) = ((1usize << 27) - 1, 130_148_591, 129_758_145, 33_057_742);
+    let distinct = random_g1(1 << 20, seed);
+    let bases: Vec<_> = distinct.iter().copied().cycle().take(1 << 27).collect();
+    let g1 = dev.upload_g1(&bases).unwrap();
+    drop(bases);
+    let distinct = random_g2(1 << 20, seed);
+    let bases: Vec<_> = distinct.iter().copied().cycle().take(n_b).collect();
+    let g2 = dev.upload_g2(&bases).unwrap();
+    drop(bases);
+    let h = dev
+        .upload_scalars(&random_scalars(n_h, seed ^ 0x27))
+        .unwrap();
+    let up = |n, k| dev.upload_scalars(&porep_scalars(n, seed ^ k)).unwrap();
+    let (l, a, b) = (up(n_l, 0x28), up(n_a, 0x29), up(n_b, 0x2a));
+    let cut = |signed, c| MsmOptions {
+        signed,
+        window_bits: c,
+    };
+    let cuts = [
+        cut(false, Some(17)),
+        cut(true, None),
+        cut(true, Some(20)),
+        cut(true, Some(21)),
+        cut(true, Some(22)),
+    ];
+    for o in cuts {
+        let v = time_ms(dev, 3, |d| d.msm_g1_resident_with(&g1, &h, &o).unwrap());
+        emit(
+            rows,
+            format!("H 2^27 random, {}", opts_label(&o)),
+            v,
+            String::new(),
+        );
+    }
+    // The partition's MSM phase under the default cut, each MSM's phases on stderr first.
+    let five = |d: &CudaDevice| {
+        d.msm_g1_resident(&g1, &h).unwrap();
+        d.msm_g1_resident(&g1, &l).unwrap();
+        d.msm_g1_resident(&g1, &a).unwrap();
+        d.msm_g1_resident(&g1, &b).unwrap();
+        d.msm_g2_resident(&g2, &b).unwrap();
+    };
+    std::env::set_var("ZKFORGE_MSM_PROFILE", "1");
+    five(dev);
+    std::env::remove_var("ZKFORGE_MSM_PROFILE");
+    for (name, s) in [("L", &l), ("A", &a), ("B_G1", &b)] {
+        let v = time_ms(dev, 3, |d| d.msm_g1_resident(&g1, s).unwrap());
+        emit(
+            rows,
+            format!("PoRep {name} ({} scalars)", s.len()),
+            v,
+            String::new(),
+        );
+    }
+    let v = time_ms(dev, 3, |d| d.msm_g2_resident(&g2, &b).unwrap());
+    emit(
+        rows,
+        format!("PoRep B_G2 ({} scalars)", b.len()),
+        v,
+        String::new(),
+    );
+    for o in [cut(false, Some(17)), cut(true, None)] {
+        let v = time_ms(dev, 3, |d| d.msm_g1_resident_with(&g1, &l, &o).unwrap());
+        emit(
+            rows,
+            format!("PoRep L, {}", opts_label(&o)),
+            v,
+            String::new(),
+        );
+    }
+    let v = time_ms(dev, 3, five);
+    emit(rows, "PoRep MSM phase (5 MSMs)".into(), v, String::new());
 }

@@ -83,6 +83,7 @@ pub(crate) struct MsmKernels {
 #[derive(Clone)]
 pub(crate) struct Kernels {
     pub ntt_dif_pass: CudaFunction,
+    pub ntt_dit_pass: CudaFunction,
     pub ntt_bitrev_scale: CudaFunction,
     pub h_combine: CudaFunction,
     pub fr_from_mont: CudaFunction,
@@ -92,8 +93,10 @@ pub(crate) struct Kernels {
     pub scan_u32: CudaFunction,
     pub density_popcount: CudaFunction,
     pub density_gather: CudaFunction,
-    pub msm_task_counts: CudaFunction,
+    pub scan_tiles: CudaFunction,
+    pub scan_add: CudaFunction,
     pub msm_max_count: CudaFunction,
+    pub msm_list_ones: CudaFunction,
     pub spmv_csr: CudaFunction,
     pub keygen_g1: CudaFunction,
     pub keygen_g2: CudaFunction,
@@ -152,6 +155,15 @@ pub(crate) fn grid(n: u64, block: u32) -> LaunchConfig {
     }
 }
 
+/// `n` blocks of `threads` threads.
+pub(crate) fn blocks(n: u32, threads: u32) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (n.max(1), 1, 1),
+        block_dim: (threads, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
 /// One block of `threads` threads (the single-block scan).
 pub(crate) fn single_block(threads: u32) -> LaunchConfig {
     LaunchConfig {
@@ -200,6 +212,7 @@ impl CudaDevice {
         };
         let k = Kernels {
             ntt_dif_pass: f("ntt_dif_pass")?,
+            ntt_dit_pass: f("ntt_dit_pass")?,
             ntt_bitrev_scale: f("ntt_bitrev_scale")?,
             h_combine: f("h_combine")?,
             fr_from_mont: f("fr_from_mont")?,
@@ -209,8 +222,10 @@ impl CudaDevice {
             scan_u32: f("scan_u32")?,
             density_popcount: f("density_popcount")?,
             density_gather: f("density_gather")?,
-            msm_task_counts: f("msm_task_counts")?,
+            scan_tiles: f("scan_tiles")?,
+            scan_add: f("scan_add")?,
             msm_max_count: f("msm_max_count")?,
+            msm_list_ones: f("msm_list_ones")?,
             spmv_csr: f("spmv_csr")?,
             keygen_g1: f("keygen_fixed_base_g1")?,
             keygen_g2: f("keygen_fixed_base_g2")?,
@@ -295,6 +310,15 @@ impl CudaDevice {
         })
     }
 
+    /// A device-side copy of resident scalars (benchmarks repeat calls that consume theirs).
+    pub fn copy_scalars(&self, s: &DeviceScalars) -> Result<DeviceScalars, CudaError> {
+        // SAFETY: fully overwritten by the copy.
+        let mut buf = unsafe { self.stream.alloc::<u64>(s.len.max(1) * 4) }?;
+        self.stream
+            .memcpy_dtod(&s.buf.slice(..s.len * 4), &mut buf.slice_mut(..s.len * 4))?;
+        Ok(DeviceScalars { buf, len: s.len })
+    }
+
     /// Copies resident scalars back to the host.
     pub fn download_scalars(&self, s: &DeviceScalars) -> Result<Vec<Scalar>, CudaError> {
         let mut out = vec![Scalar::from(0u64); s.len];
@@ -308,6 +332,11 @@ impl CudaDevice {
 
     /// Raw device address of a buffer, for kernel arguments that may be null.
     pub(crate) fn ptr(&self, s: &CudaSlice<u64>) -> u64 {
+        s.device_ptr(&self.stream).0
+    }
+
+    /// Raw device address of a u32 buffer (kernel arguments at an offset into it).
+    pub(crate) fn ptr32(&self, s: &CudaSlice<u32>) -> u64 {
         s.device_ptr(&self.stream).0
     }
 

@@ -6,6 +6,25 @@ use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::{Field, PrimeField};
 use group::Group;
 
+/// How the GPU cuts one MSM. The default is the product path's; benchmarks and checks name
+/// others to compare them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MsmOptions {
+    /// Signed window digits (|d| ≤ 2^(c−1): half the buckets, so wider windows, fewer of them).
+    pub signed: bool,
+    /// Window width in bits; None: the cost model's choice for the number of scalars.
+    pub window_bits: Option<u32>,
+}
+
+impl Default for MsmOptions {
+    fn default() -> Self {
+        MsmOptions {
+            signed: true,
+            window_bits: None,
+        }
+    }
+}
+
 /// ω of order n = 2^log_n: Scalar::ROOT_OF_UNITY squared (S − log_n) times.
 pub fn omega(log_n: u32) -> Scalar {
     let mut w = Scalar::ROOT_OF_UNITY;

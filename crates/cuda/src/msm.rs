@@ -3,20 +3,41 @@
 use crate::device::{
     grid, single_block, CudaDevice, DeviceBasesG1, DeviceBasesG2, DeviceScalars, MsmKernels,
 };
-use crate::host::{g1_from_xyzz, g2_from_xyzz, scalars_as_u64};
+use crate::host::{g1_from_xyzz, g2_from_xyzz, scalars_as_u64, MsmOptions};
 use crate::CudaError;
 use blstrs::{G1Projective, G2Projective, Scalar};
 use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
 use group::Group;
 
-/// Scalars are below r < 2^255, so 255 bits cover every digit.
+/// Scalars are below r < 2^255, so 255 bits cover every plain digit; signed digits need one
+/// more window bit for the last carry (`windows`).
 const SCALAR_BITS: u32 = 255;
+/// Entries per tile of the prefix sum (ZKF_SCAN_TILE in kernels/msm/scalars.cuh).
+const SCAN_TILE: u32 = 8192;
 /// Buckets per segment in the parallel bucket reduction.
 const SEG_BITS: u32 = 5;
-/// Most points one thread adds into a bucket partial; fuller buckets are split across threads.
-const TASK_CAP: u32 = 256;
-/// Cap on (window, point) index entries per batch of windows: 1 GiB of u32.
-const MAX_IDX_ENTRIES: u64 = 1 << 28;
+/// Partials one block sums per level of the tree that turns segments into window sums.
+const REDUCE_GROUP: u32 = 256;
+/// Most sorted entries one accumulation thread adds (its chunk K), unless the fullest bucket
+/// needs more (K ≥ √fullest keeps the chain of chunk heads in bucket_reduce short) ...
+const CHUNK: u32 = 256;
+/// ... and fewest, so small batches still spread over about this many threads.
+const MIN_CHUNK: u32 = 16;
+const TARGET_THREADS: u64 = 1 << 17;
+/// Cap on (window, point) index entries per batch of windows: 2 GiB of u32 (four windows of a
+/// 2^27-point MSM per batch: each batch re-reads every scalar to scatter its entries).
+const MAX_IDX_ENTRIES: u64 = 1 << 29;
+/// Device bytes of bucket sums and chunk heads per batch of windows.
+const MAX_BUCKET_BYTES: u64 = 2 << 30;
+/// Widest window the cost model may pick (2^21 bucket slots a window when signed).
+const MAX_WINDOW_BITS: u32 = 22;
+/// Cost of one bucket slot in units of one point entry (its addition, sort and scatter): the
+/// slot's two full additions in the running sum and its segment's multiple, at the reduction's
+/// lower occupancy. Fitted to the H200 profile at 2^27 (docs/gpu.md: 5.2 ns a slot, 0.56 ns an
+/// entry), which makes c = 20 signed the choice there (911.8 ms; c = 22: 1042.6).
+const BUCKET_WEIGHT: u64 = 9;
+/// Blocks summing the bases of scalars equal to 1 (then one block sums their partials).
+const ONES_BLOCKS: u64 = 2048;
 
 pub(crate) trait Curve {
     type Proj: Group + Copy;
@@ -59,39 +80,86 @@ fn env_u32(name: &str) -> Option<u32> {
     std::env::var(name).ok().and_then(|v| v.parse().ok())
 }
 
-/// Window width minimising tail·windows + bucket-reduction work + a serial-chain penalty; the
-/// bucket weight (16 additions per bucket) is fitted to H200 sweeps at 2^24 and 2^26.
-/// One thread sums each bucket, so the longest chain of additions is the fullest bucket: the
-/// top window holds only 255 − (W−1)·c bits, and c = 18 (3 top bits) once made one thread add
-/// a third of all points (44 s at 2^24). The penalty weighs each chained addition like a full
-/// wave of parallel ones (~32K threads in flight), which rules such widths out.
-fn window_bits(tail: u64) -> u32 {
-    if let Some(c) = env_u32("ZKFORGE_MSM_C") {
-        return c.clamp(2, 22);
+/// Windows of c bits: plain digits cover 255 bits; signed digits 256, so that the top window
+/// has at most c−1 bits and its digit (with the carry from below) fits 2^(c−1) slots.
+fn windows(c: u32, signed: bool) -> u32 {
+    if signed {
+        (SCALAR_BITS + 1).div_ceil(c)
+    } else {
+        SCALAR_BITS.div_ceil(c)
     }
-    (2..=20u32)
+}
+
+/// Bucket slots per window: |digit| − 1 for signed digits, digit − 1 for plain ones.
+fn slot_bits(c: u32, signed: bool) -> u32 {
+    c - signed as u32
+}
+
+/// Window width minimising tail·windows (every window adds every tail point once) +
+/// BUCKET_WEIGHT·slots (bucket reduction) + a serial-chain penalty. The top window holds only
+/// 255 − (W−1)·c bits, so its few buckets hold many points each; chunked accumulation splits
+/// them, leaving a chain of about 2·√(fullest bucket) additions, weighed like a full wave of
+/// parallel ones (~32K threads in flight). (c = 18 plain once made one thread add a third of all
+/// points at 2^24, 44 s, before the work was split.)
+fn window_bits(tail: u64, opts: &MsmOptions) -> u32 {
+    if let Some(c) = opts.window_bits.or_else(|| env_u32("ZKFORGE_MSM_C")) {
+        return c.clamp(2 + opts.signed as u32, MAX_WINDOW_BITS);
+    }
+    (2 + opts.signed as u32..=MAX_WINDOW_BITS)
         .min_by_key(|&c| {
-            let w = SCALAR_BITS.div_ceil(c) as u64;
-            let top_bits = (SCALAR_BITS - (w as u32 - 1) * c).min(c);
-            let chain = (tail >> top_bits).max(tail >> c).max(1);
-            tail * w + 16 * w * (1u64 << c) + (1 << 15) * chain
+            let w = windows(c, opts.signed) as u64;
+            let top_bits = SCALAR_BITS
+                .saturating_sub((w as u32 - 1) * c)
+                .min(slot_bits(c, opts.signed));
+            let fullest = (tail >> top_bits)
+                .max(tail >> slot_bits(c, opts.signed))
+                .max(1);
+            let chain = 2 * (fullest as f64).sqrt() as u64;
+            tail * w + BUCKET_WEIGHT * w * (1u64 << slot_bits(c, opts.signed)) + (1 << 15) * chain
         })
         .unwrap()
+}
+
+/// Windows per batch: bounded by the index entries and the bucket memory of a batch.
+fn windows_per_batch(tail: u64, c: u32, point_bytes: u64, opts: &MsmOptions) -> u32 {
+    let nwin = windows(c, opts.signed);
+    let per_window = point_bytes * ((1u64 << slot_bits(c, opts.signed)) + tail / CHUNK as u64);
+    let by_idx = (MAX_IDX_ENTRIES / tail.max(1)).max(1);
+    let by_mem =
+        (MAX_BUCKET_BYTES.saturating_sub(point_bytes * TARGET_THREADS) / per_window).max(1);
+    env_u32("ZKFORGE_MSM_WB")
+        .map(|w| w as u64)
+        .unwrap_or(by_idx.min(by_mem))
+        .clamp(1, nwin as u64) as u32
+}
+
+/// Accumulation chunk for a batch of `entries` sorted entries whose fullest bucket holds
+/// `fullest`: CHUNK, less for small batches (down to MIN_CHUNK), more for a very full bucket.
+fn chunk_len(entries: u64, fullest: u32) -> u32 {
+    let k = (entries / TARGET_THREADS).clamp(MIN_CHUNK as u64, CHUNK as u64) as u32;
+    let k = k.max(env_u32("ZKFORGE_MSM_CAP").unwrap_or(0));
+    k.max((fullest as f64).sqrt() as u32)
+}
+
+/// Chunk heads a batch of `entries` sorted entries can produce (one per chunk).
+fn max_heads(entries: u64) -> u64 {
+    (entries / CHUNK as u64).max(TARGET_THREADS + TARGET_THREADS / 8) + 2
 }
 
 /// Upper bound on the device bytes `msm_core` allocates for `n` scalars of a curve whose
 /// XYZZ point has `xyzz_limbs` u64 limbs (mirrors its sizing; the VRAM budget reserves this).
 pub(crate) fn scratch_bytes(n: usize, xyzz_limbs: usize) -> u64 {
+    let opts = MsmOptions::default();
     let n = n as u64;
-    let c = window_bits(n.max(1));
-    let nwin = SCALAR_BITS.div_ceil(c) as u64;
     let point = (xyzz_limbs * 8) as u64;
-    let by_mem = ((2u64 << 30) / (point << c)).max(1);
-    let wb = by_mem.min(nwin);
-    let nb = wb << c;
-    let entries = (n * nwin).min(MAX_IDX_ENTRIES.max(n));
-    let tasks = entries / TASK_CAP as u64 + nb;
-    32 * n + 4 * entries + 20 * nb + tasks * point + (nb >> SEG_BITS.min(c)) * point + (4 << 20)
+    let c = window_bits(n.max(1), &opts);
+    let nwin = windows(c, opts.signed) as u64;
+    let slots = 1u64 << slot_bits(c, opts.signed);
+    let wb = windows_per_batch(n, c, point, &opts) as u64;
+    let nb = wb * slots;
+    let heads = max_heads(n * wb);
+    let segs = nb >> SEG_BITS.min(slot_bits(c, opts.signed));
+    32 * n + 4 * nwin * slots + 4 * n * wb + 12 * nb + (nb + heads + 2 * segs) * point + (4 << 20)
 }
 
 /// Per-phase device times of one MSM, printed when ZKFORGE_MSM_PROFILE is set.
@@ -155,12 +223,41 @@ impl<'a> Profile<'a> {
 }
 
 impl CudaDevice {
+    /// Exclusive prefix sum of `n` counts into `out[0..=n]` (`out` at least n + 1 long).
+    pub(crate) fn scan_exclusive(&self, counts: u64, out: u64, n: u32) -> Result<(), CudaError> {
+        let st = &self.stream;
+        let tiles = n.div_ceil(SCAN_TILE).max(1);
+        let mut sums = st.alloc_zeros::<u32>(tiles as usize)?;
+        let mut offs = st.alloc_zeros::<u32>(tiles as usize + 1)?;
+        let mut b = st.launch_builder(&self.k.scan_tiles);
+        b.arg(&counts).arg(&out).arg(&n).arg(&mut sums);
+        unsafe { b.launch(crate::device::blocks(tiles, 1024)) }?;
+        let mut b = st.launch_builder(&self.k.scan_u32);
+        b.arg(&sums).arg(&mut offs).arg(&tiles);
+        unsafe { b.launch(single_block(1024)) }?;
+        let mut b = st.launch_builder(&self.k.scan_add);
+        b.arg(&out).arg(&n).arg(&offs);
+        unsafe { b.launch(grid(n as u64 + 1, 256)) }?;
+        Ok(())
+    }
+
     pub(crate) fn msm_core<C: Curve>(
         &self,
         bases: &CudaSlice<u64>,
         nbases: usize,
         scalars: &CudaSlice<u64>,
         n: usize,
+    ) -> Result<C::Proj, CudaError> {
+        self.msm_core_with::<C>(bases, nbases, scalars, n, &MsmOptions::default())
+    }
+
+    pub(crate) fn msm_core_with<C: Curve>(
+        &self,
+        bases: &CudaSlice<u64>,
+        nbases: usize,
+        scalars: &CudaSlice<u64>,
+        n: usize,
+        opts: &MsmOptions,
     ) -> Result<C::Proj, CudaError> {
         if n > nbases {
             return Err(CudaError::Invalid(format!(
@@ -194,52 +291,54 @@ impl CudaDevice {
 
         let mut acc = C::Proj::identity();
         if tail > 0 {
-            let c = window_bits(tail);
-            let nwin = SCALAR_BITS.div_ceil(c);
-            let bucket_bytes = ((xl * 8) as u64) << c;
-            let wb = env_u32("ZKFORGE_MSM_WB").unwrap_or_else(|| {
-                let by_idx = (MAX_IDX_ENTRIES / tail).max(1);
-                let by_mem = ((2u64 << 30) / bucket_bytes).max(1);
-                by_idx.min(by_mem).min(nwin as u64) as u32
-            });
-            let wb = wb.clamp(1, nwin);
-            let nb = (wb as usize) << c;
-            prof.note(format!("c={c} windows={nwin} per_batch={wb}"));
-            let seg_bits = SEG_BITS.min(c);
-            let nseg = 1u32 << (c - seg_bits);
+            let signed = opts.signed as u32;
+            let c = window_bits(tail, opts);
+            let cb = slot_bits(c, opts.signed);
+            let nwin = windows(c, opts.signed);
+            let point = (xl * 8) as u64;
+            let wb = windows_per_batch(tail, c, point, opts);
+            let nb = (wb as usize) << cb;
+            prof.note(format!(
+                "c={c} signed={} windows={nwin} per_batch={wb}",
+                opts.signed
+            ));
+            let seg_bits = SEG_BITS.min(cb);
+            let nseg = 1u32 << (cb - seg_bits);
             let len = 1u32 << seg_bits;
 
-            let mut counts = st.alloc_zeros::<u32>(nb)?;
-            let mut offs = st.alloc_zeros::<u32>(nb + 1)?;
+            // Every window's bucket sizes in one pass over the scalars.
+            let mut counts = st.alloc_zeros::<u32>((nwin as usize) << cb)?;
+            let mut b = st.launch_builder(&self.k.msm_hist);
+            let w0 = 0u32;
+            b.arg(&sc)
+                .arg(&n64)
+                .arg(&c)
+                .arg(&w0)
+                .arg(&nwin)
+                .arg(&nwin)
+                .arg(&signed)
+                .arg(&mut counts);
+            unsafe { b.launch(grid(n64, 256)) }?;
+            prof.mark("hist")?;
+
+            let offs = st.alloc_zeros::<u32>(nb + 1)?;
             let mut cursor = st.alloc_zeros::<u32>(nb + 1)?;
             let mut idx = unsafe { st.alloc::<u32>((tail * wb as u64) as usize) }?;
-            let cap = env_u32("ZKFORGE_MSM_CAP").unwrap_or(TASK_CAP).max(1);
-            let max_tasks = (tail * wb as u64).div_ceil(cap as u64) as usize + nb;
-            let mut tcount = st.alloc_zeros::<u32>(nb)?;
             let mut maxc = st.alloc_zeros::<u32>(1)?;
-            let mut toffs = st.alloc_zeros::<u32>(nb + 1)?;
-            let mut sums_buf = unsafe { st.alloc::<u64>(max_tasks * xl) }?;
+            let mut sums_buf = unsafe { st.alloc::<u64>(nb * xl) }?;
+            let mut heads = unsafe { st.alloc::<u64>(max_heads(tail * wb as u64) as usize * xl) }?;
             let mut partials = unsafe { st.alloc::<u64>(wb as usize * nseg as usize * xl) }?;
-            let mut wins = unsafe { st.alloc::<u64>(wb as usize * xl) }?;
+            let mut partials2 = unsafe {
+                st.alloc::<u64>(wb as usize * (nseg / REDUCE_GROUP.min(nseg)).max(1) as usize * xl)
+            }?;
             let mut sums = Vec::with_capacity(nwin as usize);
 
             let mut w0 = 0u32;
             while w0 < nwin {
                 let wcur = wb.min(nwin - w0);
-                let nbc = wcur << c;
-                st.memset_zeros(&mut counts)?;
-                let mut b = st.launch_builder(&self.k.msm_hist);
-                b.arg(&sc)
-                    .arg(&n64)
-                    .arg(&c)
-                    .arg(&w0)
-                    .arg(&wcur)
-                    .arg(&mut counts);
-                unsafe { b.launch(grid(n64, 256)) }?;
-                prof.mark("hist")?;
-                let mut b = st.launch_builder(&self.k.scan_u32);
-                b.arg(&counts).arg(&mut offs).arg(&nbc);
-                unsafe { b.launch(single_block(1024)) }?;
+                let nbc = wcur << cb;
+                let counts_at = self.ptr32(&counts) + 4 * ((w0 as u64) << cb);
+                self.scan_exclusive(counts_at, self.ptr32(&offs), nbc)?;
                 st.memcpy_dtod(&offs, &mut cursor)?;
                 prof.mark("scan")?;
                 let mut b = st.launch_builder(&self.k.msm_scatter);
@@ -248,56 +347,61 @@ impl CudaDevice {
                     .arg(&c)
                     .arg(&w0)
                     .arg(&wcur)
+                    .arg(&nwin)
+                    .arg(&signed)
                     .arg(&mut cursor)
                     .arg(&mut idx);
                 unsafe { b.launch(grid(n64, 256)) }?;
                 prof.mark("scatter")?;
-                // One chained addition per point of a task plus one per task partial of the
-                // bucket: a cap near sqrt(fullest bucket) minimises the longer of the two chains.
                 st.memset_zeros(&mut maxc)?;
                 let mut b = st.launch_builder(&self.k.msm_max_count);
                 b.arg(&offs).arg(&nbc).arg(&mut maxc);
                 unsafe { b.launch(grid(nbc as u64, 256)) }?;
                 let fullest = self.read_back(&maxc, 1)?[0];
-                let cap = cap.max((fullest as f64).sqrt() as u32);
-                let mut b = st.launch_builder(&self.k.msm_task_counts);
-                b.arg(&offs).arg(&nbc).arg(&cap).arg(&mut tcount);
-                unsafe { b.launch(grid(nbc as u64, 256)) }?;
-                let mut b = st.launch_builder(&self.k.scan_u32);
-                b.arg(&tcount).arg(&mut toffs).arg(&nbc);
-                unsafe { b.launch(single_block(1024)) }?;
-                let tasks = (tail * wcur as u64).div_ceil(cap as u64) + nbc as u64;
+                let entries = tail * wcur as u64;
+                let k = chunk_len(entries, fullest);
+                let threads = entries.div_ceil(k as u64);
                 let mut b = st.launch_builder(&ker.accumulate);
                 b.arg(bases)
                     .arg(&offs)
                     .arg(&idx)
-                    .arg(&toffs)
                     .arg(&nbc)
-                    .arg(&cap)
-                    .arg(&mut sums_buf);
-                unsafe { b.launch(grid(tasks, 128)) }?;
+                    .arg(&k)
+                    .arg(&mut sums_buf)
+                    .arg(&mut heads);
+                unsafe { b.launch(grid(threads, 128)) }?;
                 prof.mark("accumulate")?;
                 let mut b = st.launch_builder(&ker.bucket_reduce);
                 b.arg(&sums_buf)
-                    .arg(&toffs)
-                    .arg(&c)
+                    .arg(&heads)
+                    .arg(&offs)
+                    .arg(&k)
+                    .arg(&cb)
                     .arg(&wcur)
                     .arg(&len)
                     .arg(&mut partials);
                 unsafe { b.launch(grid(wcur as u64 * nseg as u64, 128)) }?;
                 prof.mark("bucket_reduce")?;
-                let mut b = st.launch_builder(&ker.reduce_groups);
-                b.arg(&partials).arg(&nseg).arg(&mut wins);
+                // Segment partials to window sums: groups of REDUCE_GROUP, then the rest.
                 let t = C::REDUCE_THREADS;
-                unsafe {
-                    b.launch(LaunchConfig {
-                        grid_dim: (wcur, 1, 1),
-                        block_dim: (t, 1, 1),
-                        shared_mem_bytes: t * xl as u32 * 8,
-                    })
-                }?;
+                let cfg = |blocks: u32| LaunchConfig {
+                    grid_dim: (blocks, 1, 1),
+                    block_dim: (t, 1, 1),
+                    shared_mem_bytes: t * xl as u32 * 8,
+                };
+                let g1 = REDUCE_GROUP.min(nseg);
+                let rest = nseg / g1;
+                let mut b = st.launch_builder(&ker.reduce_groups);
+                b.arg(&partials).arg(&g1).arg(&mut partials2);
+                unsafe { b.launch(cfg(wcur * rest)) }?;
+                if rest > 1 {
+                    let mut b = st.launch_builder(&ker.reduce_groups);
+                    b.arg(&partials2).arg(&rest).arg(&mut partials);
+                    unsafe { b.launch(cfg(wcur)) }?;
+                }
                 prof.mark("window_sum")?;
-                let host = self.read_back(&wins, wcur as usize * xl)?;
+                let wins = if rest > 1 { &partials } else { &partials2 };
+                let host = self.read_back(wins, wcur as usize * xl)?;
                 for w in 0..wcur as usize {
                     sums.push(C::from_xyzz(&host[w * xl..(w + 1) * xl]));
                 }
@@ -312,12 +416,18 @@ impl CudaDevice {
         }
         if ones > 0 {
             let t = C::REDUCE_THREADS;
-            let blocks = (n64.div_ceil(t as u64)).min(2048) as u32;
+            let mut list = unsafe { st.alloc::<u32>(ones as usize) }?;
+            let mut listed = st.alloc_zeros::<u32>(1)?;
+            let mut b = st.launch_builder(&self.k.msm_list_ones);
+            b.arg(&sc).arg(&n64).arg(&mut list).arg(&mut listed);
+            unsafe { b.launch(grid(n64, 256)) }?;
+            let blocks = (ones.div_ceil(t as u64)).min(ONES_BLOCKS) as u32;
             let mut partials = unsafe { st.alloc::<u64>(blocks as usize * xl) }?;
             let mut out = unsafe { st.alloc::<u64>(xl) }?;
             let shared = t * xl as u32 * 8;
+            let count = ones as u32;
             let mut b = st.launch_builder(&ker.sum_ones);
-            b.arg(bases).arg(&sc).arg(&n64).arg(&mut partials);
+            b.arg(bases).arg(&list).arg(&count).arg(&mut partials);
             unsafe {
                 b.launch(LaunchConfig {
                     grid_dim: (blocks, 1, 1),
@@ -347,8 +457,18 @@ impl CudaDevice {
         bases: &DeviceBasesG1,
         scalars: &[Scalar],
     ) -> Result<G1Projective, CudaError> {
+        self.msm_g1_with(bases, scalars, &MsmOptions::default())
+    }
+
+    /// As msm_g1, cut as `opts` says (benchmarks and checks compare variants).
+    pub fn msm_g1_with(
+        &self,
+        bases: &DeviceBasesG1,
+        scalars: &[Scalar],
+        opts: &MsmOptions,
+    ) -> Result<G1Projective, CudaError> {
         let s = self.stream.clone_htod(scalars_as_u64(scalars))?;
-        self.msm_core::<G1>(&bases.buf, bases.len, &s, scalars.len())
+        self.msm_core_with::<G1>(&bases.buf, bases.len, &s, scalars.len(), opts)
     }
 
     /// Σ scalars[i]·bases[i] over the first scalars.len() resident G2 bases.
@@ -357,8 +477,17 @@ impl CudaDevice {
         bases: &DeviceBasesG2,
         scalars: &[Scalar],
     ) -> Result<G2Projective, CudaError> {
+        self.msm_g2_with(bases, scalars, &MsmOptions::default())
+    }
+
+    pub fn msm_g2_with(
+        &self,
+        bases: &DeviceBasesG2,
+        scalars: &[Scalar],
+        opts: &MsmOptions,
+    ) -> Result<G2Projective, CudaError> {
         let s = self.stream.clone_htod(scalars_as_u64(scalars))?;
-        self.msm_core::<G2>(&bases.buf, bases.len, &s, scalars.len())
+        self.msm_core_with::<G2>(&bases.buf, bases.len, &s, scalars.len(), opts)
     }
 
     /// As msm_g1, with scalars already on the device (e.g. the h coefficients).
@@ -367,7 +496,16 @@ impl CudaDevice {
         bases: &DeviceBasesG1,
         scalars: &DeviceScalars,
     ) -> Result<G1Projective, CudaError> {
-        self.msm_core::<G1>(&bases.buf, bases.len, &scalars.buf, scalars.len)
+        self.msm_g1_resident_with(bases, scalars, &MsmOptions::default())
+    }
+
+    pub fn msm_g1_resident_with(
+        &self,
+        bases: &DeviceBasesG1,
+        scalars: &DeviceScalars,
+        opts: &MsmOptions,
+    ) -> Result<G1Projective, CudaError> {
+        self.msm_core_with::<G1>(&bases.buf, bases.len, &scalars.buf, scalars.len, opts)
     }
 
     pub fn msm_g2_resident(
@@ -375,22 +513,63 @@ impl CudaDevice {
         bases: &DeviceBasesG2,
         scalars: &DeviceScalars,
     ) -> Result<G2Projective, CudaError> {
-        self.msm_core::<G2>(&bases.buf, bases.len, &scalars.buf, scalars.len)
+        self.msm_g2_resident_with(bases, scalars, &MsmOptions::default())
+    }
+
+    pub fn msm_g2_resident_with(
+        &self,
+        bases: &DeviceBasesG2,
+        scalars: &DeviceScalars,
+        opts: &MsmOptions,
+    ) -> Result<G2Projective, CudaError> {
+        self.msm_core_with::<G2>(&bases.buf, bases.len, &scalars.buf, scalars.len, opts)
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn window_choice_avoids_narrow_top_windows() {
-        for log in [10u32, 16, 20, 22, 24, 26, 27] {
-            let c = super::window_bits(1 << log);
-            let w = super::SCALAR_BITS.div_ceil(c);
-            let top = super::SCALAR_BITS - (w - 1) * c;
-            assert!(
-                log < 12 || top + 5 >= c,
-                "2^{log}: c={c} leaves {top} top bits"
-            );
+        for signed in [false, true] {
+            let opts = MsmOptions {
+                signed,
+                window_bits: None,
+            };
+            for log in [10u32, 16, 20, 22, 24, 26, 27] {
+                let c = window_bits(1 << log, &opts);
+                let w = windows(c, signed);
+                let top = SCALAR_BITS.saturating_sub((w - 1) * c);
+                assert!(
+                    log < 12 || top + 9 >= c,
+                    "2^{log} signed={signed}: c={c} leaves {top} top bits"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn signed_windows_hold_the_last_carry() {
+        for c in 3..=MAX_WINDOW_BITS {
+            let w = windows(c, true);
+            // The top window's digit is below 2^(255 − (w−1)c) plus a carry: it must fit the
+            // 2^(c−1) slots without a window above it.
+            assert!(SCALAR_BITS - (w - 1) * c < c, "c={c}");
+        }
+    }
+
+    #[test]
+    fn batches_fit_their_buffers() {
+        for log in [10u32, 20, 24, 26, 27] {
+            let n = 1u64 << log;
+            for point in [192u64, 384] {
+                let opts = MsmOptions::default();
+                let c = window_bits(n, &opts);
+                let wb = windows_per_batch(n, c, point, &opts) as u64;
+                assert!(wb * n <= MAX_IDX_ENTRIES.max(n));
+                assert!(scratch_bytes(n as usize, point as usize / 8) < 16 << 30);
+            }
         }
     }
 }

@@ -86,8 +86,103 @@ impl CudaDevice {
         })
     }
 
-    /// In-place NTT of 2^log_n scalars already on the device (Montgomery form).
-    pub(crate) fn ntt_on_device(
+    /// Tables built by `make`, cached under (name, ebits).
+    fn tables_from(
+        &self,
+        name: &'static str,
+        ebits: u32,
+        make: impl FnOnce() -> PowTables,
+    ) -> Result<Arc<DevTables>, CudaError> {
+        cached(&self.ntt_cache.tables, (name, ebits), || {
+            self.upload_tables(make())
+        })
+    }
+
+    /// The passes of one transform, in place, no bit reversal and no output scaling. DIF
+    /// (`dit` false): natural order in, bit-reversed out; `twist` multiplies x[i] by its power i
+    /// on load (the coset shift), i = 0 skipped. DIT: bit-reversed in, natural out; `twist`
+    /// multiplies position i by its power bitrev(i), every i (its table may carry a factor).
+    fn passes(
+        &self,
+        buf: &mut CudaSlice<u64>,
+        log_n: u32,
+        dir: NttDirection,
+        dit: bool,
+        twist: Option<&DevTables>,
+    ) -> Result<(), CudaError> {
+        if log_n == 0 {
+            return Ok(());
+        }
+        let n = 1u64 << log_n;
+        let w = || {
+            let w = omega(log_n);
+            match dir {
+                NttDirection::Forward => w,
+                NttDirection::Inverse => w.invert().unwrap(),
+            }
+        };
+        let fwd = dir == NttDirection::Forward;
+        let npass = log_n.div_ceil(MAX_PASS_BITS);
+        let mut ks: Vec<u32> = (0..npass)
+            .map(|p| log_n * (p + 1) / npass - log_n * p / npass)
+            .collect();
+        let kmax = *ks.iter().max().unwrap();
+        // w_{2^kmax}^j for j < 2^(kmax-1): every pass's in-block twiddles are among these.
+        let roots = self.constants(if fwd { "roots" } else { "iroots" }, log_n, || {
+            let wk = w().pow_vartime([1u64 << (log_n - kmax)]);
+            let mut roots = Vec::with_capacity(1 << (kmax - 1));
+            let mut x = Scalar::ONE;
+            for _ in 0..(1u32 << (kmax - 1)) {
+                roots.push(x);
+                x *= wk;
+            }
+            roots
+        })?;
+        let cross = self.tables(if fwd { "cross" } else { "icross" }, log_n, w)?;
+        if dit {
+            ks.reverse();
+        }
+        // DIF runs the top bits first, DIT the bottom bits first.
+        let mut t_edge = if dit { 0 } else { log_n };
+        for (p, &k) in ks.iter().enumerate() {
+            let t_lo = if dit { t_edge } else { t_edge - k };
+            let cfg = LaunchConfig {
+                grid_dim: ((n >> k) as u32, 1, 1),
+                block_dim: (1 << (k - 1), 1, 1),
+                shared_mem_bytes: 32 << k,
+            };
+            let (glo, ghi, glb) = match (twist, p) {
+                (Some(t), 0) => (self.ptr(&t.lo), self.ptr(&t.hi), t.lb),
+                _ => (0u64, 0u64, 1u32),
+            };
+            let kernel = if dit {
+                &self.k.ntt_dit_pass
+            } else {
+                &self.k.ntt_dif_pass
+            };
+            let mut b = self.stream.launch_builder(kernel);
+            b.arg(&mut *buf)
+                .arg(&log_n)
+                .arg(&t_lo)
+                .arg(&k)
+                .arg(&*roots)
+                .arg(&kmax);
+            b.arg(&cross.lo)
+                .arg(&cross.hi)
+                .arg(&cross.lb)
+                .arg(&glo)
+                .arg(&ghi)
+                .arg(&glb);
+            unsafe { b.launch(cfg) }?;
+            t_edge = if dit { t_lo + k } else { t_lo };
+        }
+        debug_assert_eq!(t_edge, if dit { log_n } else { 0 });
+        Ok(())
+    }
+
+    /// The bit reversal that ends a natural-order transform, with its output scaling: n^-1 for
+    /// the inverse, and g^-j on top for the inverse coset.
+    fn bitrev_scale(
         &self,
         buf: &mut CudaSlice<u64>,
         log_n: u32,
@@ -96,68 +191,6 @@ impl CudaDevice {
     ) -> Result<(), CudaError> {
         let n = 1u64 << log_n;
         let g = Scalar::MULTIPLICATIVE_GENERATOR;
-        let coset_in = if coset && dir == NttDirection::Forward {
-            Some(self.tables("coset", log_n.max(1), || g)?)
-        } else {
-            None
-        };
-        if log_n > 0 {
-            let w = || {
-                let w = omega(log_n);
-                match dir {
-                    NttDirection::Forward => w,
-                    NttDirection::Inverse => w.invert().unwrap(),
-                }
-            };
-            let fwd = dir == NttDirection::Forward;
-            let npass = log_n.div_ceil(MAX_PASS_BITS);
-            let ks: Vec<u32> = (0..npass)
-                .map(|p| log_n * (p + 1) / npass - log_n * p / npass)
-                .collect();
-            let kmax = *ks.iter().max().unwrap();
-            // w_{2^kmax}^j for j < 2^(kmax-1): every pass's in-block twiddles are among these.
-            let roots = self.constants(if fwd { "roots" } else { "iroots" }, log_n, || {
-                let wk = w().pow_vartime([1u64 << (log_n - kmax)]);
-                let mut roots = Vec::with_capacity(1 << (kmax - 1));
-                let mut x = Scalar::ONE;
-                for _ in 0..(1u32 << (kmax - 1)) {
-                    roots.push(x);
-                    x *= wk;
-                }
-                roots
-            })?;
-            let cross = self.tables(if fwd { "cross" } else { "icross" }, log_n, w)?;
-            let mut t_hi = log_n; // exclusive top bit of the next pass
-            for (p, &k) in ks.iter().enumerate() {
-                let t_lo = t_hi - k;
-                let cfg = LaunchConfig {
-                    grid_dim: ((n >> k) as u32, 1, 1),
-                    block_dim: (1 << (k - 1), 1, 1),
-                    shared_mem_bytes: 32 << k,
-                };
-                let (glo, ghi, glb) = match (&coset_in, p) {
-                    (Some(t), 0) => (self.ptr(&t.lo), self.ptr(&t.hi), t.lb),
-                    _ => (0u64, 0u64, 1u32),
-                };
-                let mut b = self.stream.launch_builder(&self.k.ntt_dif_pass);
-                b.arg(&mut *buf)
-                    .arg(&log_n)
-                    .arg(&t_lo)
-                    .arg(&k)
-                    .arg(&*roots)
-                    .arg(&kmax);
-                b.arg(&cross.lo)
-                    .arg(&cross.hi)
-                    .arg(&cross.lb)
-                    .arg(&glo)
-                    .arg(&ghi)
-                    .arg(&glb);
-                unsafe { b.launch(cfg) }?;
-                t_hi = t_lo;
-            }
-            debug_assert_eq!(t_hi, 0);
-        }
-        // Output scaling: n^-1 for the inverse, and g^-j on top for the inverse coset.
         let (cst, tabs) = match dir {
             NttDirection::Forward => (None, None),
             NttDirection::Inverse => {
@@ -185,6 +218,24 @@ impl CudaDevice {
         unsafe { b.launch(grid(n, 256)) }?;
         // Tables are freed stream-ordered on drop, after the kernels that read them.
         Ok(())
+    }
+
+    /// In-place NTT of 2^log_n scalars already on the device (Montgomery form), natural order.
+    pub(crate) fn ntt_on_device(
+        &self,
+        buf: &mut CudaSlice<u64>,
+        log_n: u32,
+        dir: NttDirection,
+        coset: bool,
+    ) -> Result<(), CudaError> {
+        let g = Scalar::MULTIPLICATIVE_GENERATOR;
+        let coset_in = if coset && dir == NttDirection::Forward {
+            Some(self.tables("coset", log_n.max(1), || g)?)
+        } else {
+            None
+        };
+        self.passes(buf, log_n, dir, false, coset_in.as_deref())?;
+        self.bitrev_scale(buf, log_n, dir, coset)
     }
 
     /// In-place NTT over the scalar field, natural order in and out, n = 2^k ≤ 2^27.
@@ -246,6 +297,23 @@ impl CudaDevice {
         b: DeviceScalars,
         c: DeviceScalars,
     ) -> Result<DeviceScalars, CudaError> {
+        self.h_from_device_with(a, b, c, false)
+    }
+
+    /// As h_from_device; `natural` runs the earlier chain (seven natural-order transforms, seven
+    /// bit reversals) instead of DIF/DIT pairs, for benchmarks to compare.
+    ///
+    /// Pairs: an inverse DIF leaves a, b, c's coefficients bit-reversed, which is the order a
+    /// forward DIT takes; that DIT's first pass applies n^-1·g^j as it loads (j the coefficient's
+    /// index), so the coset evaluations come out in natural order with no bit reversal and no
+    /// scaling pass. Only the last inverse transform ends with one (h in natural order).
+    pub fn h_from_device_with(
+        &self,
+        a: DeviceScalars,
+        b: DeviceScalars,
+        c: DeviceScalars,
+        natural: bool,
+    ) -> Result<DeviceScalars, CudaError> {
         let m = a.len;
         if b.len != m || c.len != m {
             return Err(CudaError::Invalid(format!(
@@ -255,9 +323,23 @@ impl CudaDevice {
         }
         let log_m = log2_len(m)?;
         let mut bufs = vec![a.buf, b.buf, c.buf];
+        let g = Scalar::MULTIPLICATIVE_GENERATOR;
+        let twist = self.tables_from("coset_ninv", log_m.max(1), || {
+            let mut t = pow_tables(g, log_m.max(1));
+            let ninv = Scalar::from(m as u64).invert().unwrap();
+            for x in t.lo.iter_mut() {
+                *x *= ninv;
+            }
+            t
+        })?;
         for d in bufs.iter_mut() {
-            self.ntt_on_device(d, log_m, NttDirection::Inverse, false)?;
-            self.ntt_on_device(d, log_m, NttDirection::Forward, true)?;
+            if natural {
+                self.ntt_on_device(d, log_m, NttDirection::Inverse, false)?;
+                self.ntt_on_device(d, log_m, NttDirection::Forward, true)?;
+            } else {
+                self.passes(d, log_m, NttDirection::Inverse, false, None)?;
+                self.passes(d, log_m, NttDirection::Forward, true, Some(&twist))?;
+            }
         }
         let zinv = self.constants("zinv", log_m, || vec![coset_z_inv(m)])?;
         let mut da = bufs.remove(0);

@@ -1,5 +1,6 @@
 //! Same API as the GPU build, for builds without the `cuda` feature.
 
+use crate::host::MsmOptions;
 use crate::{CudaError, NttDirection};
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 
@@ -147,6 +148,50 @@ impl CudaDevice {
         &self,
         _bases: &DeviceBasesG2,
         _scalars: &DeviceScalars,
+    ) -> Result<G2Projective, CudaError> {
+        Err(CudaError::NotBuilt)
+    }
+    pub fn copy_scalars(&self, _s: &DeviceScalars) -> Result<DeviceScalars, CudaError> {
+        Err(CudaError::NotBuilt)
+    }
+    pub fn h_from_device_with(
+        &self,
+        _a: DeviceScalars,
+        _b: DeviceScalars,
+        _c: DeviceScalars,
+        _natural: bool,
+    ) -> Result<DeviceScalars, CudaError> {
+        Err(CudaError::NotBuilt)
+    }
+    pub fn msm_g1_with(
+        &self,
+        _bases: &DeviceBasesG1,
+        _scalars: &[Scalar],
+        _opts: &MsmOptions,
+    ) -> Result<G1Projective, CudaError> {
+        Err(CudaError::NotBuilt)
+    }
+    pub fn msm_g2_with(
+        &self,
+        _bases: &DeviceBasesG2,
+        _scalars: &[Scalar],
+        _opts: &MsmOptions,
+    ) -> Result<G2Projective, CudaError> {
+        Err(CudaError::NotBuilt)
+    }
+    pub fn msm_g1_resident_with(
+        &self,
+        _bases: &DeviceBasesG1,
+        _scalars: &DeviceScalars,
+        _opts: &MsmOptions,
+    ) -> Result<G1Projective, CudaError> {
+        Err(CudaError::NotBuilt)
+    }
+    pub fn msm_g2_resident_with(
+        &self,
+        _bases: &DeviceBasesG2,
+        _scalars: &DeviceScalars,
+        _opts: &MsmOptions,
     ) -> Result<G2Projective, CudaError> {
         Err(CudaError::NotBuilt)
     }

@@ -7,7 +7,7 @@ use group::{prime::PrimeCurveAffine, Curve, Group};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use rayon::prelude::*;
-use zkforge_cuda::host::{coset_z_inv, cpu_ntt, omega};
+use zkforge_cuda::host::{coset_z_inv, cpu_ntt, omega, MsmOptions};
 use zkforge_cuda::{CudaDevice, NttDirection};
 
 pub fn fresh_rng() -> (ChaCha20Rng, u64) {
@@ -272,6 +272,16 @@ pub fn scalar_mix(kind: &str, n: usize, seed: u64) -> Vec<Scalar> {
         // Every scalar equal: one bucket per window holds every point (worst-case imbalance
         // and repeated-point doublings).
         "same" => vec![Scalar::from(0xdead_beefu64); n],
+        // Small values (many windows all zero above the first) and r − small (every window
+        // full, the signed carry running through the top).
+        "small" => (0..n)
+            .map(|_| Scalar::from(r.gen_range(2u64..1 << 20)))
+            .collect(),
+        "high" => (0..n)
+            .map(|_| minus_one - Scalar::from(r.gen_range(0u64..1 << 20)))
+            .collect(),
+        // A 32 GiB PoRep witness: 45% zeros, 45% ones, 10% random.
+        "porep" => porep_scalars(n, seed),
         "sparse" => (0..n)
             .map(|i| {
                 if i % 10 == 0 {
@@ -285,6 +295,31 @@ pub fn scalar_mix(kind: &str, n: usize, seed: u64) -> Vec<Scalar> {
             .collect(),
         _ => unreachable!(),
     }
+}
+
+/// 45% zeros, 45% ones, 10% random: the aux assignment of a 32 GiB PoRep partition.
+pub fn porep_scalars(n: usize, seed: u64) -> Vec<Scalar> {
+    let mut out = random_scalars(n, seed);
+    out.par_chunks_mut(1 << 16).enumerate().for_each(|(i, ch)| {
+        let mut r = ChaCha20Rng::seed_from_u64(seed ^ ((i as u64) << 32) ^ 0x9e9);
+        for s in ch.iter_mut() {
+            match r.gen_range(0..20u32) {
+                0..=8 => *s = Scalar::ZERO,
+                9..=17 => *s = Scalar::ONE,
+                _ => {}
+            }
+        }
+    });
+    out
+}
+
+/// Short label of MSM options for check and bench names.
+pub fn opts_label(o: &MsmOptions) -> String {
+    format!(
+        "{}{}",
+        if o.signed { "signed" } else { "plain" },
+        o.window_bits.map_or(String::new(), |c| format!(" c={c}"))
+    )
 }
 
 /// Bases with repeated points and identities mixed in, for the edge-case mixes.
@@ -311,6 +346,17 @@ pub fn with_edge_bases_g2(mut b: Vec<G2Affine>) -> Vec<G2Affine> {
 }
 
 pub fn check_msm_g1(dev: &CudaDevice, n: usize, kinds: &[&str], seed: u64, out: &mut Vec<Check>) {
+    check_msm_g1_with(dev, n, kinds, seed, &MsmOptions::default(), out)
+}
+
+pub fn check_msm_g1_with(
+    dev: &CudaDevice,
+    n: usize,
+    kinds: &[&str],
+    seed: u64,
+    opts: &MsmOptions,
+    out: &mut Vec<Check>,
+) {
     let plain = random_g1(n, seed);
     for (bi, bases) in [plain.clone(), with_edge_bases_g1(plain)]
         .into_iter()
@@ -323,14 +369,15 @@ pub fn check_msm_g1(dev: &CudaDevice, n: usize, kinds: &[&str], seed: u64, out: 
         for kind in kinds {
             let s = scalar_mix(kind, n, seed ^ bi as u64);
             let name = format!(
-                "msm_g1 n={n} scalars={kind} bases={}",
+                "msm_g1 n={n} {} scalars={kind} bases={}",
+                opts_label(opts),
                 if bi == 0 {
                     "distinct"
                 } else {
                     "repeated+identity"
                 }
             );
-            match dev.msm_g1(&d, &s) {
+            match dev.msm_g1_with(&d, &s, opts) {
                 Ok(g) => rec(out, name, g == cpu_msm_g1(&bases, &s), String::new()),
                 Err(e) => rec(out, name, false, format!("error {e}")),
             }
@@ -339,6 +386,17 @@ pub fn check_msm_g1(dev: &CudaDevice, n: usize, kinds: &[&str], seed: u64, out: 
 }
 
 pub fn check_msm_g2(dev: &CudaDevice, n: usize, kinds: &[&str], seed: u64, out: &mut Vec<Check>) {
+    check_msm_g2_with(dev, n, kinds, seed, &MsmOptions::default(), out)
+}
+
+pub fn check_msm_g2_with(
+    dev: &CudaDevice,
+    n: usize,
+    kinds: &[&str],
+    seed: u64,
+    opts: &MsmOptions,
+    out: &mut Vec<Check>,
+) {
     let plain = random_g2(n, seed);
     for (bi, bases) in [plain.clone(), with_edge_bases_g2(plain)]
         .into_iter()
@@ -351,14 +409,15 @@ pub fn check_msm_g2(dev: &CudaDevice, n: usize, kinds: &[&str], seed: u64, out: 
         for kind in kinds {
             let s = scalar_mix(kind, n, seed ^ bi as u64);
             let name = format!(
-                "msm_g2 n={n} scalars={kind} bases={}",
+                "msm_g2 n={n} {} scalars={kind} bases={}",
+                opts_label(opts),
                 if bi == 0 {
                     "distinct"
                 } else {
                     "repeated+identity"
                 }
             );
-            match dev.msm_g2(&d, &s) {
+            match dev.msm_g2_with(&d, &s, opts) {
                 Ok(g) => rec(out, name, g == cpu_msm_g2(&bases, &s), String::new()),
                 Err(e) => rec(out, name, false, format!("error {e}")),
             }

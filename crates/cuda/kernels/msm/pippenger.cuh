@@ -5,28 +5,43 @@
 
 namespace zkf {
 
-// Buckets are cut into tasks of at most `cap` points (task offsets toffs from a prefix sum of
-// ceil(count/cap)), one thread per task: a bucket holding most points (equal or small scalars)
-// then spreads over many threads instead of serialising one. The host raises cap to about
-// sqrt(fullest bucket), which balances this loop against the partial sums in bucket_reduce.
+// Accumulation in equal chunks: thread t adds the sorted entries [t·K, (t+1)·K) whatever bucket
+// they fall in, so every thread does the same number of additions (one thread per bucket left
+// most threads idle once buckets averaged fewer points than the fullest held: with 2^21 buckets
+// a window, about 64 ± 8 points each, a warp waited for its fullest lane). A bucket that begins
+// in this chunk is written to sums[bucket]; the piece of a bucket begun by an earlier chunk (at
+// most one, the first) goes to heads[t], and bucket_reduce adds a bucket's heads to its sum.
+// The host takes K ≥ √(fullest bucket), so that chain of heads stays short too.
 template<class F>
 __device__ void accumulate(const affine<F>* bases, const uint32_t* offs, const uint32_t* idx,
-                           const uint32_t* toffs, uint32_t nb, uint32_t cap, xyzz<F>* sums)
+                           uint32_t nb, uint32_t K, xyzz<F>* sums, xyzz<F>* heads)
 {
     const uint64_t t = global_tid();
-    if (t >= toffs[nb]) return;
-    uint32_t lo = 0, hi = nb;               // largest b with toffs[b] <= t
+    const uint32_t total = offs[nb];
+    if (t * K >= total) return;
+    const uint32_t start = (uint32_t)(t * K);
+    const uint32_t end = min(start + K, total);
+    uint32_t lo = 0, hi = nb;               // the bucket holding entry `start`
     while (hi - lo > 1) {
         const uint32_t mid = (lo + hi) / 2;
-        if (toffs[mid] <= t) lo = mid; else hi = mid;
+        if (offs[mid] <= start) lo = mid; else hi = mid;
     }
-    const uint32_t start = offs[lo] + ((uint32_t)t - toffs[lo]) * cap;
-    const uint32_t end = min(start + cap, offs[lo + 1]);
+    uint32_t b = lo, next = offs[b + 1];
+    bool head = offs[b] < start;
     xyzz<F> acc;
     acc.inf();
-    for (uint32_t k = start; k < end; k++)
-        acc.add_affine(bases[idx[k]]);
-    sums[t] = acc;
+    for (uint32_t k = start; k < end; k++) {
+        if (k == next) {
+            if (head) heads[t] = acc; else sums[b] = acc;
+            head = false;
+            acc.inf();
+            do { b++; } while (offs[b + 1] <= k);
+            next = offs[b + 1];
+        }
+        const uint32_t e = idx[k];
+        acc.add_affine(bases[e & 0x7fffffffu], e >> 31);
+    }
+    if (head) heads[t] = acc; else sums[b] = acc;
 }
 
 template<class F>
@@ -39,35 +54,35 @@ __device__ void mul_small(xyzz<F>& r, const xyzz<F>& p, uint32_t m)
     }
 }
 
-// Σ_d d·B_d for one segment [lo, lo+len) of one window's buckets, via the running-sum trick
-// (which yields Σ (d-lo+1)·B_d) plus (lo-1)·Σ B_d; segments make the reduction parallel.
-// Σ_d d·B_d for one segment [lo, lo+len) of one window's buckets, via the running-sum trick
-// (which yields Σ (d-lo+1)·B_d) plus (lo-1)·Σ B_d; segments make the reduction parallel.
-// B_d is read as the sum of its task partials.
+// Σ_s (s+1)·B_s for one segment [lo, lo+len) of one window's bucket slots, via the running-sum
+// trick (which yields Σ (s-lo+1)·B_s) plus lo·Σ B_s; segments make the reduction parallel.
+// B_s is its chunk sum plus the heads of the chunks that continued it; empty slots are skipped.
 template<class F>
-__device__ void bucket_reduce(const xyzz<F>* sums, const uint32_t* toffs, uint32_t c, uint32_t wb,
-                              uint32_t len, xyzz<F>* partials)
+__device__ void bucket_reduce(const xyzz<F>* sums, const xyzz<F>* heads, const uint32_t* offs,
+                              uint32_t K, uint32_t cb, uint32_t wb, uint32_t len,
+                              xyzz<F>* partials)
 {
     const uint64_t t = global_tid();
-    const uint32_t nseg = (1u << c) / len;
+    const uint32_t nseg = (1u << cb) / len;
     if (t >= (uint64_t)wb * nseg) return;
     const uint32_t w = (uint32_t)(t / nseg), s = (uint32_t)(t % nseg);
     const uint32_t lo = s * len;
-    const uint32_t* T = toffs + ((uint64_t)w << c);
+    const uint32_t base = w << cb;
     xyzz<F> run, acc;
     run.inf();
     acc.inf();
     for (int d = (int)(lo + len) - 1; d >= (int)lo; d--) {
-        for (uint32_t k = T[d]; k < T[d + 1]; k++)
-            run.add(sums[k]);
+        const uint32_t b = base + d, o0 = offs[b], o1 = offs[b + 1];
+        if (o1 > o0) {
+            run.add(sums[b]);
+            for (uint32_t h = o0 / K + 1; h <= (o1 - 1) / K; h++)
+                run.add(heads[h]);
+        }
         acc.add(run);
     }
-    if (lo == 0) {
-        run.neg();
-        acc.add(run);
-    } else if (lo > 1) {
+    if (lo > 0) {
         xyzz<F> m;
-        mul_small(m, run, lo - 1);
+        mul_small(m, run, lo);
         acc.add(m);
     }
     partials[t] = acc;
@@ -104,18 +119,18 @@ __device__ void reduce_groups(const xyzz<F>* in, uint32_t gsize, xyzz<F>* out)
     block_sum_store(acc, out + blockIdx.x);
 }
 
-// Σ bases[i] over scalars equal to 1: Filecoin witnesses are mostly bits, and these points need
-// one addition each instead of a pass through every window.
+// Σ bases[idx[k]] over the list of scalars equal to 1 (msm_list_ones): Filecoin witnesses are
+// mostly bits, and these points need one addition each instead of a pass through every window.
+// Walking the list rather than every scalar keeps all lanes adding (with 45% ones, a warp over
+// the scalars added on fewer than half its lanes).
 template<class F>
-__device__ void sum_ones(const affine<F>* bases, const uint32_t* sc, uint64_t n, xyzz<F>* partials)
+__device__ void sum_listed(const affine<F>* bases, const uint32_t* idx, uint32_t count,
+                           xyzz<F>* partials)
 {
     xyzz<F> acc;
     acc.inf();
-    for (uint64_t i = global_tid(); i < n; i += (uint64_t)gridDim.x * blockDim.x) {
-        const uint32_t* s = sc + 8 * i;
-        if (scalar_le_one(s) && s[0] == 1)
-            acc.add_affine(bases[i]);
-    }
+    for (uint64_t k = global_tid(); k < count; k += (uint64_t)gridDim.x * blockDim.x)
+        acc.add_affine(bases[idx[k]]);
     block_sum_store(acc, partials + blockIdx.x);
 }
 
@@ -123,16 +138,18 @@ __device__ void sum_ones(const affine<F>* bases, const uint32_t* sc, uint64_t n,
 
 #define ZKF_MSM_ENTRY_POINTS(G, F)                                                              \
 extern "C" __global__ void msm_accumulate_##G(const zkf::affine<F>* bases, const uint32_t* offs,\
-                                              const uint32_t* idx, const uint32_t* toffs,       \
-                                              uint32_t nb, uint32_t cap, zkf::xyzz<F>* sums)    \
-{   zkf::accumulate<F>(bases, offs, idx, toffs, nb, cap, sums);   }                             \
-extern "C" __global__ void msm_bucket_reduce_##G(const zkf::xyzz<F>* sums, const uint32_t* toffs,\
-                                                 uint32_t c, uint32_t wb, uint32_t len,         \
+                                              const uint32_t* idx, uint32_t nb, uint32_t K,     \
+                                              zkf::xyzz<F>* sums, zkf::xyzz<F>* heads)          \
+{   zkf::accumulate<F>(bases, offs, idx, nb, K, sums, heads);   }                               \
+extern "C" __global__ void msm_bucket_reduce_##G(const zkf::xyzz<F>* sums,                      \
+                                                 const zkf::xyzz<F>* heads,                     \
+                                                 const uint32_t* offs, uint32_t K, uint32_t cb, \
+                                                 uint32_t wb, uint32_t len,                     \
                                                  zkf::xyzz<F>* partials)                        \
-{   zkf::bucket_reduce<F>(sums, toffs, c, wb, len, partials);   }                               \
+{   zkf::bucket_reduce<F>(sums, heads, offs, K, cb, wb, len, partials);   }                     \
 extern "C" __global__ void msm_reduce_groups_##G(const zkf::xyzz<F>* in, uint32_t gsize,        \
                                                  zkf::xyzz<F>* out)                             \
 {   zkf::reduce_groups<F>(in, gsize, out);   }                                                  \
-extern "C" __global__ void msm_sum_ones_##G(const zkf::affine<F>* bases, const uint32_t* sc,    \
-                                            uint64_t n, zkf::xyzz<F>* partials)                 \
-{   zkf::sum_ones<F>(bases, sc, n, partials);   }
+extern "C" __global__ void msm_sum_ones_##G(const zkf::affine<F>* bases, const uint32_t* idx,   \
+                                            uint32_t count, zkf::xyzz<F>* partials)             \
+{   zkf::sum_listed<F>(bases, idx, count, partials);   }

@@ -73,6 +73,57 @@ extern "C" __global__ void ntt_dif_pass(fr_t* d, uint32_t L, uint32_t t_lo, uint
     }
 }
 
+// The transpose of ntt_dif_pass: a decimation-in-time pass over the index bits t_lo .. t_lo+k-1,
+// for input in bit-reversed order and output in natural order, passes from the low bits up.
+// Each element is first multiplied by the same cross twiddle w_n^(lowp · bitrev_k(l) ·
+// 2^(L - t_lo - k)) (the four-step twist of the block's sub-transform), then a plain 2^k-point DIT
+// runs in shared memory. With twist tables (glo non-null) the load also multiplies the element at
+// bit-reversed position i by glo/ghi's power bitrev_L(i): the h step's coset shift g^j, with the
+// previous inverse transform's n^-1 folded into the table, so neither needs a pass of its own.
+extern "C" __global__ void ntt_dit_pass(fr_t* d, uint32_t L, uint32_t t_lo, uint32_t k,
+                                        const fr_t* __restrict__ roots, uint32_t K,
+                                        const fr_t* tlo, const fr_t* thi, uint32_t lb,
+                                        const fr_t* glo, const fr_t* ghi, uint32_t glb)
+{
+    extern __shared__ uint4 shraw[];
+    fr_t* sh = reinterpret_cast<fr_t*>(shraw);
+    const uint32_t tid = threadIdx.x;
+    const uint32_t half = 1u << (k - 1);
+    const uint64_t b = blockIdx.x;
+    const uint64_t lowp = b & ((1ull << t_lo) - 1);
+    const uint64_t base = ((b >> t_lo) << (t_lo + k)) | lowp;
+
+    #pragma unroll
+    for (uint32_t h = 0; h < 2; h++) {
+        const uint32_t l = tid + h * half;
+        const uint64_t i = base | ((uint64_t)l << t_lo);
+        fr_t x = d[i];
+        if (glo) x = x * pow_tab(glo, ghi, glb, __brevll(i) >> (64 - L));
+        const uint64_t e = (lowp * (__brev(l) >> (32 - k))) << (L - t_lo - k);
+        if (e) x = x * pow_tab(tlo, thi, lb, e);
+        sh[l] = x;
+    }
+    __syncthreads();
+
+    for (uint32_t s = 0; s < k; s++) {
+        const uint32_t hl = 1u << s;
+        const uint32_t j = tid & (hl - 1);
+        const uint32_t l0 = ((tid >> s) << (s + 1)) | j;
+        const uint32_t l1 = l0 + hl;
+        fr_t x = sh[l0], y = sh[l1];
+        if (j) y = y * roots[j << (K - 1 - s)];
+        sh[l0] = x + y;
+        sh[l1] = x - y;
+        __syncthreads();
+    }
+
+    #pragma unroll
+    for (uint32_t h = 0; h < 2; h++) {
+        const uint32_t l = tid + h * half;
+        d[base | ((uint64_t)l << t_lo)] = sh[l];
+    }
+}
+
 // In-place bit reversal fused with the output scaling (n^-1 and/or g^-j), saving a scratch
 // buffer and a pass. Each pair (i, rev i) is handled by the thread with the smaller index.
 extern "C" __global__ void ntt_bitrev_scale(fr_t* d, uint32_t L, const fr_t* cst,
