@@ -69,6 +69,7 @@ fn main() {
         prover_id,
         vanilla_proofs: made.vanilla,
         partition_index: 0,
+        sector_number: None,
     })
     .unwrap();
 

@@ -3,19 +3,25 @@
 //!
 //! A client request (a PoRep C1 output, PoSt or SnapDeals vanilla proofs) becomes a
 //! [`PartitionedCircuit`]: the unit list the engine schedules. Each partition synthesizes into
-//! a [`Witness`] that any prover backend proves against the circuit's `.params`.
+//! a [`Witness`] that any prover backend proves against the circuit's `.params`. What a request
+//! may carry is bounded by the protocol ([`limits`]) and checked before anything is sized from it.
 
+mod base64_list;
 pub mod fixtures;
+pub mod limits;
 pub mod native;
 pub mod params;
 pub mod porep;
 pub mod post;
+pub mod post_partition;
 pub mod prove;
 pub mod registry;
 pub mod shape;
 pub mod snap;
 mod untrusted;
 
+pub use base64_list::decode_base64_list;
+pub use limits::{max_vanilla_proofs, MAX_PARTITIONS_PER_DEADLINE};
 pub use params::params_id;
 pub use prove::prove_all;
 pub use zkforge_circuits::{ParamsId, PartitionedCircuit, ProofKind};

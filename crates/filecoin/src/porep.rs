@@ -1,5 +1,7 @@
 //! PoRep C2: the C1 output (vanilla proofs) becomes one StackedDrg circuit per partition.
 
+use std::borrow::Cow;
+use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
@@ -13,6 +15,7 @@ use filecoin_proofs::{
 };
 use filecoin_proofs_api::seal::SealCommitPhase1Output;
 use filecoin_proofs_api::RegisteredSealProof;
+use serde::de::{MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_core::proof::ProofScheme;
@@ -26,24 +29,26 @@ use crate::shape::with_tree;
 use crate::untrusted::refusing_panics;
 use crate::{ParamsId, PartitionedCircuit, ProofKind};
 
-/// The wrapper Curio and lotus-bench put around the C1 output (`c1.json`).
+/// The wrapper Curio and lotus-bench put around the C1 output (`c1.json`). Phase1Out is
+/// borrowed from the input: the base64 text of a 32 GiB C1 is tens of MB.
 #[derive(Deserialize)]
-struct C1Wrapper {
+struct C1Wrapper<'a> {
     #[serde(rename = "SectorNum")]
     _sector_num: u64,
-    #[serde(rename = "Phase1Out")]
-    phase1_out: String,
+    #[serde(rename = "Phase1Out", borrow)]
+    phase1_out: Cow<'a, str>,
     #[serde(rename = "SectorSize")]
     sector_size: u64,
 }
 
 /// Parses a C1 output: Curio's `{"SectorNum","Phase1Out","SectorSize"}` wrapper (Phase1Out
 /// being base64 of the JSON) or the raw JSON of filecoin-proofs-api's `SealCommitPhase1Output`.
+/// The format is told by a first pass that keeps nothing ([`is_wrapper`]); the document is
+/// then deserialized straight into its type. (A `serde_json::Value` of the whole C1 first took
+/// about 9 times the text's size for its arrays of numbers.)
 pub fn parse_c1(bytes: &[u8]) -> Result<SealCommitPhase1Output> {
-    let value: serde_json::Value =
-        serde_json::from_slice(bytes).context("C1 input is not valid JSON")?;
-    if value.get("Phase1Out").is_some() {
-        let w: C1Wrapper = serde_json::from_value(value)
+    if is_wrapper(bytes).context("C1 input is not valid JSON")? {
+        let w: C1Wrapper<'_> = serde_json::from_slice(bytes)
             .context("C1 wrapper JSON needs SectorNum, Phase1Out (base64) and SectorSize")?;
         let inner = base64::engine::general_purpose::STANDARD
             .decode(w.phase1_out.trim())
@@ -60,8 +65,146 @@ pub fn parse_c1(bytes: &[u8]) -> Result<SealCommitPhase1Output> {
         );
         return Ok(out);
     }
-    serde_json::from_value(value)
+    serde_json::from_slice(bytes)
         .context("JSON is neither a C1 wrapper nor a SealCommitPhase1Output")
+}
+
+/// Whether `bytes` is a JSON document whose top level is an object with a `Phase1Out` key (the
+/// Curio wrapper). The document is read through and nothing is kept ([`Skip`]); what
+/// `serde_json::Value` would refuse (syntax, nesting deeper than 128, numbers out of range) is
+/// refused here, with serde_json's words.
+fn is_wrapper(bytes: &[u8]) -> serde_json::Result<bool> {
+    let mut json = serde_json::Deserializer::from_slice(bytes);
+    let found = serde::Deserializer::deserialize_any(&mut json, TopLevel)?;
+    json.end()?;
+    Ok(found)
+}
+
+/// The top level of a C1 document: true for an object with a `Phase1Out` key, false for any
+/// other value (which the raw parse then refuses by name).
+struct TopLevel;
+
+impl<'de> Visitor<'de> for TopLevel {
+    type Value = bool;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON document")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
+        let mut found = false;
+        while let Some(IsPhase1Out(is)) = map.next_key()? {
+            found |= is;
+            map.next_value::<Skip>()?;
+        }
+        Ok(found)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<bool, A::Error> {
+        SkipVisitor.visit_seq(seq).map(|_| false)
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_unit<E>(self) -> Result<bool, E> {
+        Ok(false)
+    }
+}
+
+/// Any JSON value, read and dropped. Not `IgnoredAny`: serde_json skips that without its
+/// nesting limit, while this goes through `deserialize_any` like `serde_json::Value`, so the
+/// same documents are refused, with the same errors. Strings are not kept (escaped ones pass
+/// through serde_json's one reused scratch buffer).
+struct Skip;
+
+impl<'de> Deserialize<'de> for Skip {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(SkipVisitor)
+    }
+}
+
+struct SkipVisitor;
+
+impl<'de> Visitor<'de> for SkipVisitor {
+    type Value = Skip;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Skip, A::Error> {
+        while map.next_entry::<Skip, Skip>()?.is_some() {}
+        Ok(Skip)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Skip, A::Error> {
+        while seq.next_element::<Skip>()?.is_some() {}
+        Ok(Skip)
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_unit<E>(self) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+}
+
+/// A key of the top-level object, compared with `Phase1Out` without being kept (escaped keys
+/// arrive unescaped in `visit_str`).
+struct IsPhase1Out(bool);
+
+impl<'de> Deserialize<'de> for IsPhase1Out {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Key;
+        impl Visitor<'_> for Key {
+            type Value = IsPhase1Out;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object key")
+            }
+
+            fn visit_str<E>(self, key: &str) -> Result<IsPhase1Out, E> {
+                Ok(IsPhase1Out(key == "Phase1Out"))
+            }
+        }
+        d.deserialize_str(Key)
+    }
 }
 
 /// A PoRep request whose partitions also have a native assignment (see

@@ -1,28 +1,34 @@
 //! WinningPoSt and WindowPoSt: vanilla sector proofs (bincode, as Curio sends them) become
 //! one FallbackPoSt circuit; a WindowPoSt request is one partition (`partition_index`).
+//!
+//! Everything a request says is checked before it sizes anything ([`crate::limits`]): the
+//! partition index, then the number of vanilla proofs, then each proof's shape once decoded,
+//! then the proofs themselves with storage-proofs' verifier, so that a proof of another sector
+//! size or for other randomness is refused at submission rather than failing a job later.
 
 use std::sync::Arc;
 
 use anyhow::{ensure, Context, Result};
 use blstrs::Scalar;
-use filecoin_hashers::Hasher;
 use filecoin_proofs::parameters::{window_post_public_params, winning_post_public_params};
 use filecoin_proofs::{
-    as_safe_commitment, partition_vanilla_proofs, single_partition_vanilla_proofs,
-    FallbackPoStSectorProof, MerkleTreeTrait, PoStConfig, PoStType,
+    as_safe_commitment, FallbackPoStSectorProof, MerkleTreeTrait, PoStConfig, PoStType,
 };
 use filecoin_proofs_api::RegisteredPoStProof;
 use storage_proofs_core::compound_proof::CompoundProof;
+use storage_proofs_core::merkle::MerkleProofTrait;
 use storage_proofs_core::util::NODE_SIZE;
 use storage_proofs_post::fallback::{
-    self, FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound,
+    self, FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound, PublicSector, SectorProof,
 };
 use zkforge_groth16::synthesis::pool;
 use zkforge_groth16::{Assignment, ConstraintMatrices, MatrixRecorder, Witness};
 
+use crate::limits::MAX_PARTITIONS_PER_DEADLINE;
 use crate::native;
 use crate::params::params_id;
-use crate::shape::with_tree;
+use crate::post_partition::{partition_public_inputs, verify_partition, Domain};
+use crate::shape::{format_sector_size, with_tree};
 use crate::untrusted::refusing_panics;
 use crate::{ParamsId, PartitionedCircuit, ProofKind};
 
@@ -32,10 +38,15 @@ pub struct PostRequest {
     pub registered_proof: RegisteredPoStProof,
     pub randomness: [u8; 32],
     pub prover_id: [u8; 32],
-    /// bincode of `FallbackPoStSectorProof`, one per sector.
+    /// bincode of `FallbackPoStSectorProof`, one per sector: WinningPoSt exactly its sector
+    /// count (1), WindowPoSt 1 to its sector count ([`crate::max_vanilla_proofs`]).
     pub vanilla_proofs: Vec<Vec<u8>>,
-    /// WindowPoSt only: which partition of the deadline's sectors these proofs form.
+    /// WindowPoSt: which partition of the deadline's sectors these proofs form, below
+    /// [`MAX_PARTITIONS_PER_DEADLINE`]. WinningPoSt: 0, it has one partition.
     pub partition_index: usize,
+    /// WinningPoSt: when given, the sector its vanilla proof must be for. WindowPoSt ignores
+    /// it: a partition holds many sectors, and each vanilla proof names its own.
+    pub sector_number: Option<u64>,
 }
 
 /// Filecoin's prover id for a miner actor id: the id address payload (unsigned LEB128),
@@ -128,16 +139,17 @@ fn blank_matrices<Tree: 'static + MerkleTreeTrait>(
     Ok(MatrixRecorder::record(circuit)?)
 }
 
-type Domain<Tree> = <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain;
-
+/// One partition of a PoSt request, parsed and checked.
 struct PostCircuits<Tree: 'static + MerkleTreeTrait> {
     params_id: ParamsId,
     public_params: fallback::PublicParams,
+    /// The partition's own public sectors (WinningPoSt: its sector once per challenge, as
+    /// filecoin-proofs' verifier lists it) and `k`, the partition index.
     public_inputs: fallback::PublicInputs<Domain<Tree>>,
-    /// The public inputs as the verifier sees them: the partition's sectors placed at their
-    /// position in the full sector list, so challenge derivation uses the global index.
-    verifier_inputs: fallback::PublicInputs<Domain<Tree>>,
-    proof: fallback::Proof<<Tree as MerkleTreeTrait>::Proof>,
+    /// One proof of exactly one sector proof per public sector, not padded to the circuit's
+    /// sector count: a short partition's repeats are made when a circuit needs them, so a
+    /// request holds about its own bytes.
+    proofs: Vec<fallback::Proof<<Tree as MerkleTreeTrait>::Proof>>,
     partition: usize,
 }
 
@@ -153,132 +165,253 @@ fn assignments_for_tree<Tree: 'static + MerkleTreeTrait>(
     Ok(Box::new(parse_request::<Tree>(req)?))
 }
 
+/// The partition index and the number of vanilla proofs against the protocol's bounds: both
+/// come from the client and are checked before anything is decoded or sized from them.
+fn check_counts(req: &PostRequest, config: &PoStConfig) -> Result<()> {
+    let (k, proof, got, n) = (
+        req.partition_index,
+        req.registered_proof,
+        req.vanilla_proofs.len(),
+        config.sector_count,
+    );
+    match config.typ {
+        PoStType::Winning => {
+            ensure!(
+                k == 0,
+                "partition_index {k} is out of range: WinningPoSt has a single partition (0)"
+            );
+            ensure!(
+                got != 0,
+                "no vanilla proofs in the request: {proof:?} takes exactly {n}"
+            );
+            ensure!(
+                got == n,
+                "{proof:?} takes exactly {n} vanilla proof(s) (its sector count), the request \
+                 has {got}"
+            );
+        }
+        PoStType::Window => {
+            ensure!(
+                k < MAX_PARTITIONS_PER_DEADLINE,
+                "partition_index {k} is out of range: a WindowPoSt deadline holds at most \
+                 {MAX_PARTITIONS_PER_DEADLINE} partitions (0 to {})",
+                MAX_PARTITIONS_PER_DEADLINE - 1
+            );
+            ensure!(
+                got != 0,
+                "no vanilla proofs in the request: a {proof:?} partition takes 1 to {n}"
+            );
+            ensure!(
+                got <= n,
+                "a {proof:?} partition holds at most {n} sectors, the request has {got} \
+                 vanilla proofs"
+            );
+        }
+    }
+    Ok(())
+}
+
+/// A sector proof's shape: as many inclusion proofs as challenges, each path as long as the
+/// sector size's tree has levels. A proof of another sector size fails here, named.
+fn check_shape<P: MerkleProofTrait>(
+    what: &dyn Fn() -> String,
+    proof: &SectorProof<P>,
+    challenges: usize,
+    sector_size: u64,
+) -> Result<()> {
+    let size = format_sector_size(sector_size);
+    ensure!(
+        proof.inclusion_proofs.len() == challenges,
+        "{} has {} inclusion proofs, a {size} sector's has one per challenge ({challenges})",
+        what(),
+        proof.inclusion_proofs.len()
+    );
+    let leaves = sector_size as usize / NODE_SIZE;
+    for (c, p) in proof.inclusion_proofs.iter().enumerate() {
+        let (got, want) = (p.path().len(), p.expected_len(leaves));
+        ensure!(
+            got == want,
+            "{}: challenge {c}'s path has {got} levels, a {size} sector's has {want} (a proof \
+             for another sector size?)",
+            what()
+        );
+    }
+    Ok(())
+}
+
+type Partition<Tree> = (
+    Vec<PublicSector<Domain<Tree>>>,
+    Vec<fallback::Proof<<Tree as MerkleTreeTrait>::Proof>>,
+);
+
+/// WinningPoSt's one partition as filecoin-proofs lays it out: each challenge of the sector is
+/// a "sector" of one challenge (its public parameters have 66 sectors of 1 challenge).
+fn winning_partition<Tree: 'static + MerkleTreeTrait>(
+    config: &PoStConfig,
+    pp: &fallback::PublicParams,
+    sector_number: Option<u64>,
+    vanilla: Vec<FallbackPoStSectorProof<Tree>>,
+) -> Result<Partition<Tree>> {
+    let proof = match <[_; 1]>::try_from(vanilla) {
+        Ok([proof]) => proof,
+        Err(v) => anyhow::bail!("WinningPoSt proves one sector, the request has {}", v.len()),
+    };
+    let id = u64::from(proof.sector_id);
+    if let Some(number) = sector_number {
+        ensure!(
+            number == id,
+            "sector_number {number} does not match the WinningPoSt vanilla proof's sector {id}"
+        );
+    }
+    let mut sectors = proof.vanilla_proof.sectors;
+    ensure!(
+        sectors.len() == 1,
+        "the WinningPoSt vanilla proof holds {} sector proofs, not 1",
+        sectors.len()
+    );
+    let sector = sectors.remove(0);
+    let name = || "the WinningPoSt vanilla proof".to_string();
+    check_shape(&name, &sector, config.challenge_count, pp.sector_size)?;
+    ensure!(
+        pp.challenge_count == 1 && pp.sector_count == config.challenge_count,
+        "unexpected WinningPoSt parameters: {} sectors of {} challenges",
+        pp.sector_count,
+        pp.challenge_count
+    );
+    let public = PublicSector {
+        id: proof.sector_id,
+        comm_r: proof.comm_r,
+    };
+    let (comm_c, comm_r_last) = (sector.comm_c, sector.comm_r_last);
+    let proofs = sector
+        .inclusion_proofs
+        .into_iter()
+        .map(|p| fallback::Proof {
+            sectors: vec![SectorProof {
+                inclusion_proofs: vec![p],
+                comm_c,
+                comm_r_last,
+            }],
+        })
+        .collect();
+    Ok((vec![public; pp.sector_count], proofs))
+}
+
+/// A WindowPoSt partition: the sectors in the request's order, each with its own proof.
+fn window_partition<Tree: 'static + MerkleTreeTrait>(
+    pp: &fallback::PublicParams,
+    vanilla: Vec<FallbackPoStSectorProof<Tree>>,
+) -> Result<Partition<Tree>> {
+    let mut sectors = Vec::with_capacity(vanilla.len());
+    let mut proofs = Vec::with_capacity(vanilla.len());
+    for (i, v) in vanilla.into_iter().enumerate() {
+        let name = || format!("vanilla proof {i} (sector {})", u64::from(v.sector_id));
+        ensure!(
+            v.vanilla_proof.sectors.len() == 1,
+            "{} holds {} sector proofs, a WindowPoSt sector's holds 1",
+            name(),
+            v.vanilla_proof.sectors.len()
+        );
+        check_shape(
+            &name,
+            &v.vanilla_proof.sectors[0],
+            pp.challenge_count,
+            pp.sector_size,
+        )?;
+        sectors.push(PublicSector {
+            id: v.sector_id,
+            comm_r: v.comm_r,
+        });
+        proofs.push(v.vanilla_proof);
+    }
+    Ok((sectors, proofs))
+}
+
 fn parse_request<Tree: 'static + MerkleTreeTrait>(req: PostRequest) -> Result<PostCircuits<Tree>> {
     let config = req.registered_proof.as_v1_config();
-    ensure!(
-        !req.vanilla_proofs.is_empty(),
-        "no vanilla proofs in the request"
-    );
+    check_counts(&req, &config)?;
+    let proof_type = req.registered_proof;
+    // Each proof's bytes are freed as soon as it is decoded.
     let vanilla: Vec<FallbackPoStSectorProof<Tree>> = req
         .vanilla_proofs
-        .iter()
+        .into_iter()
         .enumerate()
         .map(|(i, b)| {
-            bincode::deserialize(b).with_context(|| {
-                format!(
-                    "vanilla proof {i} is not a {:?} sector proof",
-                    req.registered_proof
-                )
-            })
+            bincode::deserialize(&b)
+                .with_context(|| format!("vanilla proof {i} is not a {proof_type:?} sector proof"))
         })
         .collect::<Result<_>>()?;
     let public_params = public_params::<Tree>(&config)?;
-    let per_partition = public_params.sector_count;
-    let sectors: Vec<fallback::PublicSector<Domain<Tree>>> = vanilla
-        .iter()
-        .map(|p| fallback::PublicSector {
-            id: p.sector_id,
-            comm_r: p.comm_r,
-        })
-        .collect();
     let randomness = as_safe_commitment(&req.randomness, "randomness")?;
     let prover_id = as_safe_commitment(&req.prover_id, "prover_id")?;
 
-    let (public_inputs, proof, partition) = match config.typ {
+    let (sectors, proofs) = match config.typ {
         PoStType::Winning => {
-            ensure!(
-                req.partition_index == 0,
-                "WinningPoSt has a single partition"
-            );
-            ensure!(
-                vanilla.len() == config.sector_count,
-                "WinningPoSt needs {} vanilla proof(s), got {}",
-                config.sector_count,
-                vanilla.len()
-            );
-            let pi = fallback::PublicInputs {
-                randomness,
-                prover_id,
-                sectors: sectors.clone(),
-                k: None,
-            };
-            let mut parts = partition_vanilla_proofs(&config, &public_params, &pi, 1, &vanilla)?;
-            (pi, parts.remove(0), 0)
+            winning_partition::<Tree>(&config, &public_params, req.sector_number, vanilla)?
         }
-        PoStType::Window => {
-            ensure!(
-                vanilla.len() <= per_partition,
-                "a WindowPoSt partition holds at most {per_partition} sectors, got {}",
-                vanilla.len()
-            );
-            let k = req.partition_index;
-            let pi = fallback::PublicInputs {
-                randomness,
-                prover_id,
-                sectors: sectors.clone(),
-                k: Some(k),
-            };
-            let proof = single_partition_vanilla_proofs(&config, &public_params, &pi, &vanilla)?;
-            (pi, proof, k)
-        }
+        PoStType::Window => window_partition::<Tree>(&public_params, vanilla)?,
     };
-    let verifier_sectors = match config.typ {
-        // WinningPoSt treats each challenge as a "sector": the verifier lists the sector once
-        // per challenge so that every challenge index is derived.
-        PoStType::Winning => sectors
-            .iter()
-            .cycle()
-            .take(per_partition * sectors.len())
-            .cloned()
-            .collect(),
-        PoStType::Window => {
-            let mut padded = vec![sectors[0].clone(); partition * per_partition];
-            padded.extend(sectors);
-            padded
-        }
+    let partition = req.partition_index;
+    let public_inputs = fallback::PublicInputs {
+        randomness,
+        prover_id,
+        sectors,
+        k: Some(partition),
     };
-    let verifier_inputs = fallback::PublicInputs {
-        sectors: verifier_sectors,
-        ..public_inputs.clone()
+    let name = |i: usize| match config.typ {
+        PoStType::Winning => format!("the vanilla proof's challenge {i}"),
+        PoStType::Window => format!("vanilla proof {i}"),
     };
+    verify_partition::<Tree>(&public_params, &public_inputs, &proofs, &name).with_context(
+        || format!("the vanilla proofs are refused as {proof_type:?}, partition {partition}"),
+    )?;
     Ok(PostCircuits::<Tree> {
         params_id: params_id_for_tree::<Tree>(&config)?,
         public_params,
         public_inputs,
-        verifier_inputs,
-        proof,
+        proofs,
         partition,
     })
 }
 
 impl<Tree: 'static + MerkleTreeTrait> PostCircuits<Tree> {
-    /// The circuit's sectors, as `FallbackPoStCompound::circuit` lays them out for chunk 0: a
-    /// partition short of sectors repeats its last public sector.
-    fn sector_inputs(&self) -> Result<Vec<native::SectorInputs>> {
-        let n = self.public_params.sector_count;
-        ensure!(
-            self.proof.sectors.len() == n,
-            "the partition's vanilla proof has {} sectors, the circuit {n}",
-            self.proof.sectors.len()
-        );
-        let public = &self.public_inputs.sectors[..n.min(self.public_inputs.sectors.len())];
-        let last = public.len().checked_sub(1).context("no public sectors")?;
-        Ok(self
-            .proof
-            .sectors
-            .iter()
-            .enumerate()
-            .map(|(i, p)| native::SectorInputs::from_vanilla(public[i.min(last)].comm_r.into(), p))
-            .collect())
+    /// Position `i` of the circuit's sectors, as `FallbackPoStCompound::circuit` lays them out:
+    /// a partition short of sectors repeats its last one.
+    fn sector(
+        &self,
+        i: usize,
+    ) -> (
+        &PublicSector<Domain<Tree>>,
+        &SectorProof<<Tree as MerkleTreeTrait>::Proof>,
+    ) {
+        let j = i.min(self.proofs.len() - 1);
+        // Parsing made every proof hold exactly one sector proof, and one per public sector.
+        (&self.public_inputs.sectors[j], &self.proofs[j].sectors[0])
+    }
+
+    fn sector_inputs(&self) -> Vec<native::SectorInputs> {
+        (0..self.public_params.sector_count)
+            .map(|i| {
+                let (public, proof) = self.sector(i);
+                native::SectorInputs::from_vanilla(public.comm_r.into(), proof)
+            })
+            .collect()
     }
 
     fn circuit(&self, k: usize) -> Result<FallbackPoStCircuit<Tree>> {
         ensure!(k == 0, "a PoSt request has one partition");
+        // The circuit takes the sector proofs padded to its sector count: made here, for as
+        // long as the circuit is synthesized, rather than held by the queued request.
+        let padded = fallback::Proof {
+            sectors: (0..self.public_params.sector_count)
+                .map(|i| self.sector(i).1.clone())
+                .collect(),
+        };
         // As filecoin-proofs does: the circuit sees this partition's sectors as chunk 0.
         <Compound<Tree> as CompoundProof<FallbackPoSt<'_, Tree>, FallbackPoStCircuit<Tree>>>::circuit(
             &self.public_inputs,
             Default::default(),
-            &self.proof,
+            &padded,
             &self.public_params,
             Some(0),
         )
@@ -317,17 +450,18 @@ impl<Tree: 'static + MerkleTreeTrait> PartitionedCircuit for PostCircuits<Tree> 
 
     fn public_inputs(&self, k: usize) -> Result<Vec<Scalar>> {
         ensure!(k == 0, "a PoSt request has one partition");
-        <Compound<Tree> as CompoundProof<FallbackPoSt<'_, Tree>, FallbackPoStCircuit<Tree>>>::generate_public_inputs(
-            &self.verifier_inputs,
+        partition_public_inputs::<Tree>(
             &self.public_params,
-            Some(self.partition),
+            &self.public_inputs.randomness,
+            &self.public_inputs.sectors,
+            self.partition,
         )
     }
 }
 
 impl<Tree: 'static + MerkleTreeTrait> PostAssignments for PostCircuits<Tree> {
     fn native(&self, threads: usize) -> Result<Assignment> {
-        let sectors = self.sector_inputs()?;
+        let sectors = self.sector_inputs();
         let leaves = self.public_params.sector_size as usize / NODE_SIZE;
         native::post_assignment::<Tree>(&sectors, leaves, threads, pool::current_pool())
             .context("native assignment of the PoSt circuit")

@@ -1,4 +1,9 @@
 //! SnapDeals (empty sector update): one EmptySectorUpdate circuit per partition proof.
+//!
+//! The partition count is checked before any proof is decoded, and every partition proof is
+//! checked with storage-proofs-update's vanilla verifier at submission: the bincode types of
+//! small sector sizes are alike, so a 2 KiB proof decodes as an 8 MiB one and would otherwise be
+//! queued, to fail in synthesis.
 
 use std::sync::Arc;
 
@@ -10,8 +15,11 @@ use filecoin_proofs::{
     TreeRHasher,
 };
 use filecoin_proofs_api::RegisteredUpdateProof;
+use rayon::prelude::*;
 use storage_proofs_core::compound_proof::CompoundProof;
+use storage_proofs_core::merkle::MerkleProofTrait;
 use storage_proofs_core::parameter_cache::CacheableParameters;
+use storage_proofs_core::proof::ProofScheme;
 use storage_proofs_update::constants::TreeRDomain;
 use storage_proofs_update::{
     EmptySectorUpdate, EmptySectorUpdateCircuit, EmptySectorUpdateCompound, PartitionProof,
@@ -20,7 +28,7 @@ use storage_proofs_update::{
 use zkforge_groth16::{ConstraintMatrices, MatrixRecorder, Witness};
 
 use crate::params::params_id;
-use crate::shape::with_tree;
+use crate::shape::{format_sector_size, with_tree};
 use crate::untrusted::refusing_panics;
 use crate::{ParamsId, PartitionedCircuit, ProofKind};
 
@@ -103,16 +111,15 @@ fn snap_for_tree<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
         req.registered_proof,
         req.vanilla_proofs.len()
     );
+    let proof_type = req.registered_proof;
+    // Each proof's bytes are freed as soon as it is decoded.
     let partitions: Vec<PartitionProof<Tree>> = req
         .vanilla_proofs
-        .iter()
+        .into_iter()
         .enumerate()
         .map(|(i, b)| {
-            bincode::deserialize(b).with_context(|| {
-                format!(
-                    "vanilla proof {i} is not a {:?} partition proof",
-                    req.registered_proof
-                )
+            bincode::deserialize(&b).with_context(|| {
+                format!("vanilla proof {i} is not a {proof_type:?} partition proof")
             })
         })
         .collect::<Result<_>>()?;
@@ -123,12 +130,75 @@ fn snap_for_tree<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
         comm_r_new: as_safe_commitment::<TreeRDomain, _>(&req.comm_r_new, "comm_r_new")?,
         h: update.h,
     };
+    let public_params = PublicParams::from_sector_size(u64::from(config.sector_size));
+    partitions
+        .par_iter()
+        .enumerate()
+        .try_for_each(|(k, p)| check_partition(&public_params, &public_inputs, k, p))
+        .with_context(|| format!("the vanilla proofs are refused as {proof_type:?}"))?;
     Ok(Box::new(SnapCircuits::<Tree> {
         params_id: params_id_for_tree::<Tree>(&config)?,
-        public_params: PublicParams::from_sector_size(u64::from(config.sector_size)),
+        public_params,
         public_inputs,
         partitions,
     }))
+}
+
+/// Partition proof `k`'s shape for this sector size (named when it is another size's), then
+/// storage-proofs-update's vanilla verifier against the request's commitments.
+fn check_partition<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    pp: &PublicParams,
+    public_inputs: &PublicInputs,
+    k: usize,
+    proof: &PartitionProof<Tree>,
+) -> Result<()> {
+    let size = format_sector_size((pp.sector_nodes as u64) << 5);
+    let (apex, challenges) = (proof.apex_leafs.len(), proof.challenge_proofs.len());
+    ensure!(
+        apex == pp.apex_leaf_count && challenges == pp.challenge_count,
+        "partition proof {k} has {apex} apex leaves and {challenges} challenge proofs, a {size} \
+         sector's has {} and {} (a proof for another sector size?)",
+        pp.apex_leaf_count,
+        pp.challenge_count
+    );
+    for (c, p) in proof.challenge_proofs.iter().enumerate() {
+        let paths = [
+            (
+                "TreeROld",
+                p.proof_r_old.path().len(),
+                p.proof_r_old.expected_len(pp.sector_nodes),
+            ),
+            (
+                "TreeDNew",
+                p.proof_d_new.path().len(),
+                p.proof_d_new.expected_len(pp.sector_nodes),
+            ),
+            (
+                "TreeRNew",
+                p.proof_r_new.path().len(),
+                p.proof_r_new.expected_len(pp.sector_nodes),
+            ),
+        ];
+        for (tree, got, want) in paths {
+            ensure!(
+                got == want,
+                "partition proof {k}, challenge {c}: the {tree} path has {got} levels, a {size} \
+                 sector's has {want} (a proof for another sector size?)"
+            );
+        }
+    }
+    let inputs = PublicInputs {
+        k,
+        ..public_inputs.clone()
+    };
+    let valid = EmptySectorUpdate::<Tree>::verify(pp, &inputs, proof)
+        .with_context(|| format!("partition proof {k}"))?;
+    ensure!(
+        valid,
+        "partition proof {k} does not verify against comm_r_old, comm_r_new and comm_d_new: \
+         made for other commitments, or damaged"
+    );
+    Ok(())
 }
 
 impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SnapCircuits<Tree> {

@@ -79,6 +79,7 @@ fn product_witnesses_equal_the_reference_for_all_four_kinds() {
             vanilla_proofs: read_base64_list(&std::fs::read(dir.join(&p.vanilla)).unwrap())
                 .unwrap(),
             partition_index: p.partition_index,
+            sector_number: None,
         };
         assert_bit_exact(name, post_circuits(req).unwrap().as_ref());
     }
@@ -106,6 +107,7 @@ fn native_post_witnesses_equal_the_reference_at_32_and_64_gib() {
             prover_id,
             vanilla_proofs: made.vanilla,
             partition_index: 0,
+            sector_number: None,
         };
         assert_bit_exact(&format!("{proof:?}"), post_circuits(req).unwrap().as_ref());
     }

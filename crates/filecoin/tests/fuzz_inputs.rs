@@ -1,9 +1,12 @@
 //! Fuzzed client inputs, starting from a sealed 2 KiB sector's real ones: both C1 formats
 //! (Curio's wrapper and the raw `SealCommitPhase1Output` JSON) with bytes and JSON values
 //! changed, and PoSt and SnapDeals vanilla proofs (bincode) with bits flipped, lengths rewritten
-//! (wrong, huge), bytes cut or appended, entries dropped or repeated. Every case ends in a named
-//! error or in circuits whose vanilla proofs verify; never a panic, an allocation sized by a
-//! length in the input, or a case slower than its limit.
+//! (wrong, huge), bytes cut or appended, entries dropped or repeated, the list resized around
+//! its bound, and the partition index drawn from its whole range with the edges (0, 1, the
+//! bound and either side of it, u32::MAX, usize::MAX). Every case ends in a named error or in
+//! circuits whose vanilla proofs verify; an index or count out of range in the error naming
+//! it; never a panic, an allocation sized by a length or index in the input, or a case slower
+//! than its limit.
 
 #[path = "../../groth16/tests/support/fuzz.rs"]
 mod fuzz;
@@ -17,7 +20,7 @@ use serde_json::Value;
 use zkforge_filecoin::fixtures::{self, read_base64_list, unhex32, Manifest};
 use zkforge_filecoin::post::{post_circuits, prover_id_from_miner, PostRequest};
 use zkforge_filecoin::snap::{snap_circuits, SnapRequest};
-use zkforge_filecoin::{porep, PartitionedCircuit};
+use zkforge_filecoin::{porep, PartitionedCircuit, MAX_PARTITIONS_PER_DEADLINE};
 
 #[global_allocator]
 static ALLOC: fuzz::Recording = fuzz::Recording;
@@ -270,23 +273,76 @@ fn c1_targets(dir: &tempfile::TempDir, m: &Manifest) {
     });
 }
 
-/// A fuzzed list of vanilla proofs: entries changed, dropped or repeated.
+/// A fuzzed list of vanilla proofs: entries changed, dropped or repeated, or the list resized.
 #[derive(Clone, Debug)]
 enum ListChange {
     Entry(Index, Vec<Bytes>),
     Drop(Index),
     Repeat(Index),
     Empty,
+    /// The list's entries repeated in turn up to this many.
+    Resize(usize),
 }
 
 fn list_change() -> impl Strategy<Value = ListChange> {
+    // The 2 KiB bounds are 1 (WinningPoSt, SnapDeals) and 2 (WindowPoSt): these sizes are
+    // 0, 1, each bound and either side of it, and far beyond.
+    let sizes = prop_oneof![Just(0usize), Just(1), Just(2), Just(3), Just(1000)];
     prop_oneof![
         6 => (any::<Index>(), prop::collection::vec(bytes_change(), 1..4))
             .prop_map(|(i, c)| ListChange::Entry(i, c)),
         1 => any::<Index>().prop_map(ListChange::Drop),
         1 => any::<Index>().prop_map(ListChange::Repeat),
         1 => Just(ListChange::Empty),
+        2 => sizes.prop_map(ListChange::Resize),
     ]
+}
+
+/// A partition index from the whole range, with the edges.
+fn partition_index() -> impl Strategy<Value = usize> {
+    let bound = MAX_PARTITIONS_PER_DEADLINE;
+    prop_oneof![
+        Just(0usize),
+        Just(1),
+        Just(bound - 1),
+        Just(bound),
+        Just(bound + 1),
+        Just(u32::MAX as usize),
+        Just(usize::MAX),
+        0..bound,
+        any::<usize>(),
+    ]
+}
+
+/// What a request out of range must be refused with, checked before anything else: the
+/// partition index first, then the vanilla proof count (`None`: in range).
+fn out_of_range(window: bool, k: usize, count: usize) -> Option<String> {
+    if window && k >= MAX_PARTITIONS_PER_DEADLINE || !window && k != 0 {
+        return Some(format!("partition_index {k} is out of range"));
+    }
+    match (window, count) {
+        (_, 0) => Some("no vanilla proofs".into()),
+        (true, 3..) => Some(format!("at most 2 sectors, the request has {count}")),
+        (false, 2..) => Some(format!(
+            "exactly 1 vanilla proof(s) (its sector count), the request has {count}"
+        )),
+        _ => None,
+    }
+}
+
+/// A case's result given the refusal its input calls for, if any.
+fn judged(
+    result: anyhow::Result<Box<dyn PartitionedCircuit>>,
+    must_refuse: Option<String>,
+) -> Result<bool, String> {
+    match (result, must_refuse) {
+        (Ok(_), Some(why)) => Err(format!("accepted, though out of range ({why})")),
+        (Ok(c), None) => built(c),
+        (Err(e), Some(why)) if !format!("{e:#}").contains(&why) => Err(format!(
+            "refused with {e:#}, not for being out of range ({why})"
+        )),
+        (Err(e), _) => refused(e),
+    }
 }
 
 fn change_list(original: &[Vec<u8>], change: &ListChange) -> Vec<Vec<u8>> {
@@ -304,6 +360,9 @@ fn change_list(original: &[Vec<u8>], change: &ListChange) -> Vec<Vec<u8>> {
             list.push(list[at].clone());
         }
         ListChange::Empty => list.clear(),
+        ListChange::Resize(n) => {
+            list = original.iter().cycle().take(*n).cloned().collect();
+        }
     }
     list
 }
@@ -321,21 +380,22 @@ fn post_targets(dir: &tempfile::TempDir, m: &Manifest) {
             prover_id: prover_id_from_miner(1000),
             vanilla_proofs,
             partition_index,
+            sector_number: None,
         };
         let randomness = unhex32(&f.randomness).unwrap();
         let good = request(vanilla.clone(), randomness, f.partition_index);
         assert!(post_circuits(good).is_ok(), "{name}: the original is good");
-        let case = (list_change(), any::<u8>(), 0usize..3);
+        let window = name.starts_with("WindowPoSt");
+        let case = (list_change(), any::<u8>(), partition_index());
         fuzz::run_target(name, case, limits(), |(c, r, partition)| {
             let mut rnd = randomness;
             // Mostly the real randomness; now and then a different (or non-canonical) one.
             if r < 16 {
                 rnd[31] ^= r << 3;
             }
-            match post_circuits(request(change_list(&vanilla, &c), rnd, partition)) {
-                Ok(c) => built(c),
-                Err(e) => refused(e),
-            }
+            let list = change_list(&vanilla, &c);
+            let must_refuse = out_of_range(window, partition, list.len());
+            judged(post_circuits(request(list, rnd, partition)), must_refuse)
         });
     }
 }
@@ -354,13 +414,10 @@ fn snap_target(dir: &tempfile::TempDir, m: &Manifest) {
         snap_circuits(request(vanilla.clone())).is_ok(),
         "the original is good"
     );
-    fuzz::run_target(
-        "SnapDeals vanilla bincode",
-        list_change(),
-        limits(),
-        |c| match snap_circuits(request(change_list(&vanilla, &c))) {
-            Ok(_) => Ok(true),
-            Err(e) => refused(e),
-        },
-    );
+    fuzz::run_target("SnapDeals vanilla bincode", list_change(), limits(), |c| {
+        let list = change_list(&vanilla, &c);
+        let must_refuse = (list.len() != 1)
+            .then(|| format!("needs 1 partition proofs, the request has {}", list.len()));
+        judged(snap_circuits(request(list)), must_refuse)
+    });
 }

@@ -67,6 +67,7 @@ fn sparse_32gib_post_vanilla_proofs_pass_the_vanilla_verifier() {
             prover_id,
             vanilla_proofs: made.vanilla.clone(),
             partition_index: 0,
+            sector_number: None,
         };
         assert_eq!(post_circuits(req).unwrap().partitions(), 1);
     }

@@ -103,6 +103,7 @@ pub fn circuits(r: &pb::SubmitProofRequest) -> Result<Arc<dyn PartitionedCircuit
                 prover_id: prover_id_from_miner(r.miner_id),
                 vanilla_proofs: vanilla_list(r)?,
                 partition_index: r.partition_index as usize,
+                sector_number: None,
             };
             post_circuits(req)
         }

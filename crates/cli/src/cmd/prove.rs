@@ -168,6 +168,7 @@ fn post_circuits(
         prover_id,
         vanilla_proofs: vanilla_list(&args.vanilla)?,
         partition_index: args.partition_index,
+        sector_number: None,
     };
     Ok((post::post_circuits(req)?, args.output))
 }

@@ -85,5 +85,6 @@ pub fn post_request(dir: &std::path::Path, m: &Manifest, p: &PostFixture) -> Pos
         prover_id: unhex32(&m.prover_id).unwrap(),
         vanilla_proofs: read_base64_list(&std::fs::read(dir.join(&p.vanilla)).unwrap()).unwrap(),
         partition_index: p.partition_index,
+        sector_number: None,
     }
 }
