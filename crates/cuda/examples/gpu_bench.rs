@@ -9,7 +9,7 @@ mod common;
 use blstrs::Scalar;
 use common::*;
 use std::io::Write;
-use zkforge_cuda::host::MsmOptions;
+use zkforge_cuda::host::{Accumulate, MsmOptions};
 use zkforge_cuda::{CudaDevice, NttDirection};
 
 /// A check's record from a result: Ok(true) passes, anything else fails with its reason.
@@ -121,12 +121,19 @@ fn check(dev: &CudaDevice, seed: u64, out_dir: &str) {
     let all = ["random", "edge", "bits", "same", "sparse", "small", "high"];
     let plain = MsmOptions {
         signed: false,
-        window_bits: None,
+        ..MsmOptions::default()
     };
     let width = |c| MsmOptions {
-        signed: true,
         window_bits: Some(c),
+        ..MsmOptions::default()
     };
+    // Both accumulations named explicitly (the default picks one per curve and size).
+    let acc = |a, c| MsmOptions {
+        window_bits: c,
+        accumulate: a,
+        ..MsmOptions::default()
+    };
+    let (xyzz, affine) = (Accumulate::Xyzz, Accumulate::Affine);
     if want("g1") {
         for n in [1usize, 2, 3] {
             check_msm_g1(dev, n, &["random", "edge"], seed ^ n as u64, &mut res);
@@ -156,6 +163,24 @@ fn check(dev: &CudaDevice, seed: u64, out_dir: &str) {
         check_msm_g1_with(dev, (1 << 16) + 1, &all, seed ^ 0x79, &width(9), &mut res);
         std::env::remove_var("ZKFORGE_MSM_WB");
         check_msm_prefix(dev, seed, &mut res);
+        let some = ["random", "edge", "same", "porep"];
+        for a in [xyzz, affine] {
+            for (n, c, kinds) in [
+                (1000, None, &all[..]),
+                (4097, Some(3), &all[..]),
+                (4097, Some(22), &all[..]),
+                ((1 << 16) + 3, None, &some[..]),
+                ((1 << 20) - 3, None, &["random", "sparse"][..]),
+            ] {
+                let o = acc(a, c);
+                check_msm_g1_with(dev, n, kinds, seed ^ 0x7a ^ n as u64, &o, &mut res);
+            }
+        }
+    }
+    if want("big") {
+        // Large enough that the default takes batch-affine with ≥ 32 chunks a thread (the H
+        // MSM's regime; the smaller checks above force it with few).
+        check_msm_g1(dev, 1 << 25, &["random"], seed ^ 0x2000000, &mut res);
     }
     if want("g2") {
         for n in [1usize, 2, 3] {
@@ -168,6 +193,12 @@ fn check(dev: &CudaDevice, seed: u64, out_dir: &str) {
         check_msm_g2(dev, 1 << 20, &["random"], seed ^ 0x100000, &mut res);
         for (n, o) in [(1000, plain), (4097, width(3)), (1000, width(22))] {
             check_msm_g2_with(dev, n, &all, seed ^ 0x77 ^ n as u64, &o, &mut res);
+        }
+        for a in [xyzz, affine] {
+            for (n, c) in [(1000, None), (4097, Some(3)), ((1 << 16) + 5, None)] {
+                let o = acc(a, c);
+                check_msm_g2_with(dev, n, &all, seed ^ 0x7b ^ n as u64, &o, &mut res);
+            }
         }
     }
     if want("h") {
@@ -486,18 +517,15 @@ fn bench_porep(
         .unwrap();
     let up = |n, k| dev.upload_scalars(&porep_scalars(n, seed ^ k)).unwrap();
     let (l, a, b) = (up(n_l, 0x28), up(n_a, 0x29), up(n_b, 0x2a));
-    let cut = |signed, c| MsmOptions {
-        signed,
-        window_bits: c,
+    let cut = |a| MsmOptions {
+        accumulate: a,
+        ..MsmOptions::default()
     };
-    let cuts = [
-        cut(false, Some(17)),
-        cut(true, None),
-        cut(true, Some(20)),
-        cut(true, Some(21)),
-        cut(true, Some(22)),
-    ];
-    for o in cuts {
+    let (xyzz, affine) = (Accumulate::Xyzz, Accumulate::Affine);
+    for o in [cut(xyzz), cut(affine)] {
+        std::env::set_var("ZKFORGE_MSM_PROFILE", "1");
+        dev.msm_g1_resident_with(&g1, &h, &o).unwrap();
+        std::env::remove_var("ZKFORGE_MSM_PROFILE");
         let v = time_ms(dev, 3, |d| d.msm_g1_resident_with(&g1, &h, &o).unwrap());
         emit(
             rows,
@@ -533,11 +561,18 @@ fn bench_porep(
         v,
         String::new(),
     );
-    for o in [cut(false, Some(17)), cut(true, None)] {
+    for o in [cut(xyzz), cut(affine)] {
         let v = time_ms(dev, 3, |d| d.msm_g1_resident_with(&g1, &l, &o).unwrap());
         emit(
             rows,
             format!("PoRep L, {}", opts_label(&o)),
+            v,
+            String::new(),
+        );
+        let v = time_ms(dev, 3, |d| d.msm_g2_resident_with(&g2, &b, &o).unwrap());
+        emit(
+            rows,
+            format!("PoRep B_G2, {}", opts_label(&o)),
             v,
             String::new(),
         );

@@ -4,11 +4,14 @@
 #include "msm/scalars.cuh"
 #include "msm/density.cuh"
 #include "msm/pippenger.cuh"
+#include "msm/affine.cuh"
 #include "spmv/spmv.cuh"
 #include "keygen/fixed_base.cuh"
 
 ZKF_MSM_ENTRY_POINTS(g1, zkf::fp_t)
 ZKF_MSM_ENTRY_POINTS(g2, zkf::fp2)
+ZKF_MSM_AFFINE_ENTRY_POINT(g1, zkf::fp_t)
+ZKF_MSM_AFFINE_ENTRY_POINT(g2, zkf::fp2)
 ZKF_KEYGEN_ENTRY_POINT(g1, zkf::fp_t)
 ZKF_KEYGEN_ENTRY_POINT(g2, zkf::fp2)
 ZKF_DECODE_ENTRY_POINT(g1, zkf::fp_t)

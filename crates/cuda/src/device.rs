@@ -75,6 +75,7 @@ fn driver_present() -> bool {
 #[derive(Clone)]
 pub(crate) struct MsmKernels {
     pub accumulate: CudaFunction,
+    pub accumulate_affine: CudaFunction,
     pub bucket_reduce: CudaFunction,
     pub reduce_groups: CudaFunction,
     pub sum_ones: CudaFunction,
@@ -205,6 +206,7 @@ impl CudaDevice {
         let msm = |g: &str| -> Result<MsmKernels, DriverError> {
             Ok(MsmKernels {
                 accumulate: f(&format!("msm_accumulate_{g}"))?,
+                accumulate_affine: f(&format!("msm_accumulate_affine_{g}"))?,
                 bucket_reduce: f(&format!("msm_bucket_reduce_{g}"))?,
                 reduce_groups: f(&format!("msm_reduce_groups_{g}"))?,
                 sum_ones: f(&format!("msm_sum_ones_{g}"))?,

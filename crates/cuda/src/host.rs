@@ -14,6 +14,18 @@ pub struct MsmOptions {
     pub signed: bool,
     /// Window width in bits; None: the cost model's choice for the number of scalars.
     pub window_bits: Option<u32>,
+    /// How bucket points are added up.
+    pub accumulate: Accumulate,
+}
+
+/// Bucket accumulation: XYZZ mixed additions, one chunk per thread; or affine additions,
+/// several chunks per thread sharing one inversion per step (batch-affine).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Accumulate {
+    /// The curve's default (the faster one as measured; docs/gpu.md).
+    Auto,
+    Xyzz,
+    Affine,
 }
 
 impl Default for MsmOptions {
@@ -21,6 +33,7 @@ impl Default for MsmOptions {
         MsmOptions {
             signed: true,
             window_bits: None,
+            accumulate: Accumulate::Auto,
         }
     }
 }

@@ -3,7 +3,7 @@
 use crate::device::{
     grid, single_block, CudaDevice, DeviceBasesG1, DeviceBasesG2, DeviceScalars, MsmKernels,
 };
-use crate::host::{g1_from_xyzz, g2_from_xyzz, scalars_as_u64, MsmOptions};
+use crate::host::{g1_from_xyzz, g2_from_xyzz, scalars_as_u64, Accumulate, MsmOptions};
 use crate::CudaError;
 use blstrs::{G1Projective, G2Projective, Scalar};
 use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
@@ -38,9 +38,19 @@ const MAX_WINDOW_BITS: u32 = 22;
 const BUCKET_WEIGHT: u64 = 9;
 /// Blocks summing the bases of scalars equal to 1 (then one block sums their partials).
 const ONES_BLOCKS: u64 = 2048;
+/// Batch-affine accumulation: threads per block, and most chunks one thread walks side by side
+/// (the kernel keeps per-chunk bits in 64-bit masks).
+const AFFINE_BLOCK: u64 = 128;
+const AFFINE_MAX_SLOTS: u64 = 64;
+/// Fewest slots for which `Accumulate::Auto` takes batch-affine (each step's inversion is shared
+/// by the slots): measured on the H200, H at 2^27 (42 slots) 734 → 666 ms of accumulation, L
+/// (16 slots) 88.9 → 91.3, B_G1 (5 slots) 24.6 → 37.4.
+const AFFINE_MIN_SLOTS: u64 = 32;
 
 pub(crate) trait Curve {
     type Proj: Group + Copy;
+    /// `Accumulate::Auto` means batch-affine for this curve.
+    const AFFINE: bool;
     /// u64 limbs of one device XYZZ point.
     const XYZZ_LIMBS: usize;
     /// Threads per block in the shared-memory point reductions (their XYZZ must fit 48 KiB).
@@ -54,6 +64,7 @@ pub(crate) struct G2;
 
 impl Curve for G1 {
     type Proj = G1Projective;
+    const AFFINE: bool = true;
     const XYZZ_LIMBS: usize = 24;
     const REDUCE_THREADS: u32 = 128;
     fn kernels(d: &CudaDevice) -> &MsmKernels {
@@ -66,6 +77,9 @@ impl Curve for G1 {
 
 impl Curve for G2 {
     type Proj = G2Projective;
+    /// Slower at B_G2's size (82.8 → 115.7 ms of accumulation: 255 registers, 2 blocks an SM,
+    /// 7 slots), so XYZZ unless asked.
+    const AFFINE: bool = false;
     const XYZZ_LIMBS: usize = 48;
     const REDUCE_THREADS: u32 = 64;
     fn kernels(d: &CudaDevice) -> &MsmKernels {
@@ -146,6 +160,26 @@ fn max_heads(entries: u64) -> u64 {
     (entries / CHUNK as u64).max(TARGET_THREADS + TARGET_THREADS / 8) + 2
 }
 
+/// Chunks one thread walks side by side in batch-affine accumulation of `chunks` chunks, and
+/// the threads of the launch (whole blocks): as many slots as it takes to fit the `resident`
+/// threads the GPU runs at once, so one wave does it (every thread runs the same steps, so a
+/// second, partly filled wave would cost as much as the first).
+fn affine_launch(chunks: u64, resident: u64) -> (u64, u64) {
+    let slots = chunks.div_ceil(resident.max(1)).clamp(1, AFFINE_MAX_SLOTS);
+    let threads = chunks.div_ceil(slots).next_multiple_of(AFFINE_BLOCK);
+    (slots, threads)
+}
+
+/// Device bytes of batch-affine chunk state for a batch of `entries` sorted entries, whatever
+/// chunk length `chunk_len` picks (never below the least one, so never more chunks than this):
+/// per chunk x, y and a prefix product (three coordinate-field elements, a quarter of an XYZZ
+/// point each) and two u32.
+fn affine_state_bytes(entries: u64, point_bytes: u64) -> u64 {
+    let least = (entries / TARGET_THREADS).clamp(MIN_CHUNK as u64, CHUNK as u64);
+    let chunks = entries.div_ceil(least);
+    (chunks + AFFINE_BLOCK * AFFINE_MAX_SLOTS) * (3 * point_bytes / 4 + 8)
+}
+
 /// Upper bound on the device bytes `msm_core` allocates for `n` scalars of a curve whose
 /// XYZZ point has `xyzz_limbs` u64 limbs (mirrors its sizing; the VRAM budget reserves this).
 pub(crate) fn scratch_bytes(n: usize, xyzz_limbs: usize) -> u64 {
@@ -159,7 +193,22 @@ pub(crate) fn scratch_bytes(n: usize, xyzz_limbs: usize) -> u64 {
     let nb = wb * slots;
     let heads = max_heads(n * wb);
     let segs = nb >> SEG_BITS.min(slot_bits(c, opts.signed));
-    32 * n + 4 * nwin * slots + 4 * n * wb + 12 * nb + (nb + heads + 2 * segs) * point + (4 << 20)
+    let affine = if xyzz_limbs == G1::XYZZ_LIMBS {
+        G1::AFFINE
+    } else {
+        G2::AFFINE
+    };
+    32 * n
+        + 4 * nwin * slots
+        + 4 * n * wb
+        + 12 * nb
+        + (nb + heads + 2 * segs) * point
+        + if affine {
+            affine_state_bytes(n * wb, point)
+        } else {
+            0
+        }
+        + (4 << 20)
 }
 
 /// Per-phase device times of one MSM, printed when ZKFORGE_MSM_PROFILE is set.
@@ -298,10 +347,6 @@ impl CudaDevice {
             let point = (xl * 8) as u64;
             let wb = windows_per_batch(tail, c, point, opts);
             let nb = (wb as usize) << cb;
-            prof.note(format!(
-                "c={c} signed={} windows={nwin} per_batch={wb}",
-                opts.signed
-            ));
             let seg_bits = SEG_BITS.min(cb);
             let nseg = 1u32 << (cb - seg_bits);
             let len = 1u32 << seg_bits;
@@ -331,6 +376,39 @@ impl CudaDevice {
             let mut partials2 = unsafe {
                 st.alloc::<u64>(wb as usize * (nseg / REDUCE_GROUP.min(nseg)).max(1) as usize * xl)
             }?;
+            let affine = match opts.accumulate {
+                Accumulate::Auto => C::AFFINE,
+                Accumulate::Xyzz => false,
+                Accumulate::Affine => true,
+            };
+            let forced = opts.accumulate == Accumulate::Affine;
+            let resident = if affine {
+                use cudarc::driver::sys::CUdevice_attribute as A;
+                let sms = self
+                    .ctx
+                    .attribute(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
+                let per_sm = ker
+                    .accumulate_affine
+                    .occupancy_max_active_blocks_per_multiprocessor(AFFINE_BLOCK as u32, 0, None)?;
+                sms.max(1) as u64 * per_sm.max(1) as u64 * AFFINE_BLOCK
+            } else {
+                0
+            };
+            // Auto: batch-affine where a full-size batch gives each thread enough slots.
+            let affine = affine
+                && (forced
+                    || affine_launch((tail * wb as u64).div_ceil(CHUNK as u64), resident).0
+                        >= AFFINE_MIN_SLOTS);
+            let mut state = if affine {
+                let bytes = affine_state_bytes(tail * wb as u64, point);
+                Some(unsafe { st.alloc::<u64>(bytes.div_ceil(8) as usize) }?)
+            } else {
+                None
+            };
+            prof.note(format!(
+                "c={c} signed={} windows={nwin} per_batch={wb} affine={affine}",
+                opts.signed
+            ));
             let mut sums = Vec::with_capacity(nwin as usize);
 
             let mut w0 = 0u32;
@@ -341,17 +419,19 @@ impl CudaDevice {
                 self.scan_exclusive(counts_at, self.ptr32(&offs), nbc)?;
                 st.memcpy_dtod(&offs, &mut cursor)?;
                 prof.mark("scan")?;
-                let mut b = st.launch_builder(&self.k.msm_scatter);
-                b.arg(&sc)
-                    .arg(&n64)
-                    .arg(&c)
-                    .arg(&w0)
-                    .arg(&wcur)
-                    .arg(&nwin)
-                    .arg(&signed)
-                    .arg(&mut cursor)
-                    .arg(&mut idx);
-                unsafe { b.launch(grid(n64, 256)) }?;
+                {
+                    let mut b = st.launch_builder(&self.k.msm_scatter);
+                    b.arg(&sc)
+                        .arg(&n64)
+                        .arg(&c)
+                        .arg(&w0)
+                        .arg(&wcur)
+                        .arg(&nwin)
+                        .arg(&signed)
+                        .arg(&mut cursor)
+                        .arg(&mut idx);
+                    unsafe { b.launch(grid(n64, 256)) }?;
+                }
                 prof.mark("scatter")?;
                 st.memset_zeros(&mut maxc)?;
                 let mut b = st.launch_builder(&self.k.msm_max_count);
@@ -360,16 +440,35 @@ impl CudaDevice {
                 let fullest = self.read_back(&maxc, 1)?[0];
                 let entries = tail * wcur as u64;
                 let k = chunk_len(entries, fullest);
-                let threads = entries.div_ceil(k as u64);
-                let mut b = st.launch_builder(&ker.accumulate);
-                b.arg(bases)
-                    .arg(&offs)
-                    .arg(&idx)
-                    .arg(&nbc)
-                    .arg(&k)
-                    .arg(&mut sums_buf)
-                    .arg(&mut heads);
-                unsafe { b.launch(grid(threads, 128)) }?;
+                let chunks = entries.div_ceil(k as u64);
+                let (slots, threads) = affine_launch(chunks, resident);
+                let state = state
+                    .as_mut()
+                    .filter(|_| forced || slots >= AFFINE_MIN_SLOTS);
+                if let Some(state) = state {
+                    let slots = slots as u32;
+                    let mut b = st.launch_builder(&ker.accumulate_affine);
+                    b.arg(bases)
+                        .arg(&offs)
+                        .arg(&idx)
+                        .arg(&nbc)
+                        .arg(&k)
+                        .arg(&slots)
+                        .arg(state)
+                        .arg(&mut sums_buf)
+                        .arg(&mut heads);
+                    unsafe { b.launch(grid(threads, AFFINE_BLOCK as u32)) }?;
+                } else {
+                    let mut b = st.launch_builder(&ker.accumulate);
+                    b.arg(bases)
+                        .arg(&offs)
+                        .arg(&idx)
+                        .arg(&nbc)
+                        .arg(&k)
+                        .arg(&mut sums_buf)
+                        .arg(&mut heads);
+                    unsafe { b.launch(grid(chunks, 128)) }?;
+                }
                 prof.mark("accumulate")?;
                 let mut b = st.launch_builder(&ker.bucket_reduce);
                 b.arg(&sums_buf)
@@ -536,6 +635,7 @@ mod tests {
             let opts = MsmOptions {
                 signed,
                 window_bits: None,
+                ..MsmOptions::default()
             };
             for log in [10u32, 16, 20, 22, 24, 26, 27] {
                 let c = window_bits(1 << log, &opts);
@@ -556,6 +656,18 @@ mod tests {
             // The top window's digit is below 2^(255 − (w−1)c) plus a carry: it must fit the
             // 2^(c−1) slots without a window above it.
             assert!(SCALAR_BITS - (w - 1) * c < c, "c={c}");
+        }
+    }
+
+    #[test]
+    fn affine_launch_covers_every_chunk() {
+        for chunks in [1u64, 5, 127, 128, 129, 50_000, 1 << 21, 1 << 23] {
+            for resident in [128u64, 50_688, 67_584] {
+                let (slots, threads) = affine_launch(chunks, resident);
+                assert!(slots * threads >= chunks && threads % AFFINE_BLOCK == 0);
+                assert!(slots * threads <= chunks + AFFINE_BLOCK * AFFINE_MAX_SLOTS);
+                assert!(slots <= AFFINE_MAX_SLOTS);
+            }
         }
     }
 

@@ -7,7 +7,7 @@ use group::{prime::PrimeCurveAffine, Curve, Group};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use rayon::prelude::*;
-use zkforge_cuda::host::{coset_z_inv, cpu_ntt, omega, MsmOptions};
+use zkforge_cuda::host::{coset_z_inv, cpu_ntt, omega, Accumulate, MsmOptions};
 use zkforge_cuda::{CudaDevice, NttDirection};
 
 pub fn fresh_rng() -> (ChaCha20Rng, u64) {
@@ -316,13 +316,18 @@ pub fn porep_scalars(n: usize, seed: u64) -> Vec<Scalar> {
 /// Short label of MSM options for check and bench names.
 pub fn opts_label(o: &MsmOptions) -> String {
     format!(
-        "{}{}",
+        "{}{}{}",
         if o.signed { "signed" } else { "plain" },
-        o.window_bits.map_or(String::new(), |c| format!(" c={c}"))
+        o.window_bits.map_or(String::new(), |c| format!(" c={c}")),
+        match o.accumulate {
+            Accumulate::Auto => "",
+            Accumulate::Xyzz => " xyzz",
+            Accumulate::Affine => " affine",
+        }
     )
 }
 
-/// Bases with repeated points and identities mixed in, for the edge-case mixes.
+/// Bases with repeated and opposite points and identities mixed in, for the edge-case mixes.
 pub fn with_edge_bases_g1(mut b: Vec<G1Affine>) -> Vec<G1Affine> {
     let n = b.len();
     for i in (0..n).step_by(5) {
@@ -330,6 +335,10 @@ pub fn with_edge_bases_g1(mut b: Vec<G1Affine>) -> Vec<G1Affine> {
     }
     for i in (1..n).step_by(5) {
         b[i] = b[(i + 2) % n];
+    }
+    // Opposite points too: with equal scalars a bucket meets P and −P.
+    for i in (2..n).step_by(5) {
+        b[i] = -b[(i + 2) % n];
     }
     b
 }
@@ -341,6 +350,10 @@ pub fn with_edge_bases_g2(mut b: Vec<G2Affine>) -> Vec<G2Affine> {
     }
     for i in (1..n).step_by(5) {
         b[i] = b[(i + 2) % n];
+    }
+    // Opposite points too: with equal scalars a bucket meets P and −P.
+    for i in (2..n).step_by(5) {
+        b[i] = -b[(i + 2) % n];
     }
     b
 }
