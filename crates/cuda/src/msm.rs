@@ -44,7 +44,7 @@ const AFFINE_BLOCK: u64 = 128;
 const AFFINE_MAX_SLOTS: u64 = 64;
 /// Fewest slots for which `Accumulate::Auto` takes batch-affine (each step's inversion is shared
 /// by the slots): measured on the H200, H at 2^27 (42 slots) 734 → 666 ms of accumulation, L
-/// (16 slots) 88.9 → 91.3, B_G1 (5 slots) 24.6 → 37.4.
+/// (17 slots) 88.9 → 91.3, B_G1 (5 slots) 24.6 → 37.4.
 const AFFINE_MIN_SLOTS: u64 = 32;
 
 pub(crate) trait Curve {
