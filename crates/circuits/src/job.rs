@@ -27,6 +27,13 @@ impl std::fmt::Display for ProofKind {
     }
 }
 
+/// Serialized as its display name ("porep", "window-post"...), as the status JSON shows it.
+impl serde::Serialize for ProofKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
 /// One parameter set: the circuit it belongs to and its file stem (for Filecoin,
 /// `v28-<prefix>-<sha256 of the public params identifier>`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

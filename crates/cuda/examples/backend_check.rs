@@ -167,6 +167,7 @@ fn main() -> Result<()> {
             prover_id: unhex32(&m.prover_id)?,
             vanilla_proofs: vanilla(&p.vanilla)?,
             partition_index: 0,
+            sector_number: None,
         };
         let proof = filecoin(kind, post::post_circuits(req)?, &params_dir, &gpu, &mut rng)?;
         let ok = if kind == ProofKind::WinningPost {

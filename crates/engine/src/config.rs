@@ -136,6 +136,12 @@ pub struct EngineConfig {
     pub result_ttl_secs: u64,
     /// Finished jobs kept at most.
     pub result_max: usize,
+    /// Unfinished jobs (queued or running) at most; a submission beyond is refused as busy
+    /// (RESOURCE_EXHAUSTED on the wire), so a client cannot grow the queue without bound.
+    pub max_queued_jobs: usize,
+    /// Bytes of requests (as received) that unfinished jobs may hold together, e.g. "2GiB":
+    /// a queued 32 GiB PoRep C1 holds its parsed vanilla proofs until its job ends.
+    pub max_queued_request_bytes: String,
     /// Check every proof against the verifying key before returning it (a few ms each). Only
     /// benchmarks with synthetic keys, whose proofs cannot verify, turn this off.
     pub verify_proofs: bool,
@@ -154,13 +160,16 @@ impl Default for EngineConfig {
             memory_margin: "2GiB".into(),
             result_ttl_secs: 600,
             result_max: 1000,
+            max_queued_jobs: 256,
+            max_queued_request_bytes: "2GiB".into(),
             verify_proofs: true,
         }
     }
 }
 
-/// A count that may be "auto", kept as 0.
-mod auto_count {
+/// A count that may be "auto", kept as 0 (`#[serde(with = "auto_count")]`; the server's
+/// limits use it too).
+pub mod auto_count {
     use serde::{de, Deserialize, Deserializer, Serializer};
 
     pub fn serialize<S: Serializer>(n: &usize, s: S) -> Result<S::Ok, S::Error> {
@@ -218,12 +227,23 @@ impl EngineConfig {
             "prove_queue_depth must be at least 1"
         );
         ensure!(self.result_max > 0, "result_max must be at least 1");
+        ensure!(
+            self.max_queued_jobs > 0,
+            "max_queued_jobs must be at least 1"
+        );
+        parse_bytes(&self.max_queued_request_bytes).context("max_queued_request_bytes")?;
         let margin = parse_bytes(&self.memory_margin).context("memory_margin")?;
         let budget = BudgetSetting::parse(&self.memory_budget)
             .context("memory_budget")?
             .resolve(margin)?;
         ensure!(budget > 0, "memory_budget must be positive");
         Ok(budget)
+    }
+
+    /// `max_queued_request_bytes` in bytes (checked by [`EngineConfig::validate`]; an
+    /// unparsable value, possible only without it, admits nothing).
+    pub fn max_queued_request_bytes(&self) -> u64 {
+        parse_bytes(&self.max_queued_request_bytes).unwrap_or(0)
     }
 
     /// One `key = value` line per knob, for the start-up log.

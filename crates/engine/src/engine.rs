@@ -10,9 +10,10 @@ use anyhow::{Context, Result};
 use zkforge_circuits::{ParamsId, PartitionedCircuit, ProofKind};
 use zkforge_groth16::ProverBackend;
 
+use crate::admission::{self, SubmitError};
 use crate::budget::{MemoryBudget, Reclaimable};
 use crate::config::EngineConfig;
-use crate::job::{Job, JobId, JobOutcome, JobResult, Priority};
+use crate::job::{Job, JobId, JobOutcome, JobResult, JobWatch, Priority};
 use crate::params_source::ParamsSource;
 use crate::queue::{UnitKey, UnitQueue};
 use crate::srs_store::{LoadedSrs, SrsStore};
@@ -22,11 +23,29 @@ use crate::workers::{self, ProveUnit, SynthUnit};
 
 /// One proving request.
 pub struct JobRequest {
-    /// Client's id: submitting the same id again returns the same job.
+    /// Client's id: submitting the same id (and payload) again returns the same job.
     pub request_id: Option<String>,
     pub circuits: Arc<dyn PartitionedCircuit>,
     /// `None`: the default for the proof kind.
     pub priority: Option<Priority>,
+    /// The request's size as received (0 for in-process callers), held against
+    /// `max_queued_request_bytes` while the job is unfinished.
+    pub input_bytes: u64,
+    /// Digest of the payload, so that a `request_id` reused for another request is refused.
+    pub payload_digest: Option<[u8; 32]>,
+}
+
+impl JobRequest {
+    /// An in-process request: no client id, the kind's default priority.
+    pub fn new(circuits: Arc<dyn PartitionedCircuit>) -> Self {
+        Self {
+            request_id: None,
+            circuits,
+            priority: None,
+            input_bytes: 0,
+            payload_digest: None,
+        }
+    }
 }
 
 /// Queued and running units of one proof kind.
@@ -65,7 +84,7 @@ pub struct EngineStatus {
     pub prove_ms: Histogram,
     pub device_busy_ms: f64,
     pub uptime_secs: f64,
-    pub queues: Vec<(String, KindCounts)>,
+    pub queues: Vec<(ProofKind, KindCounts)>,
     pub loaded_srs: Vec<LoadedSrs>,
     pub completed: u64,
     pub failed: u64,
@@ -98,7 +117,7 @@ pub struct DeviceStatus {
     /// Where proving keys live on this device.
     pub params_residency: String,
     pub current_job: Option<JobId>,
-    pub current_kind: Option<String>,
+    pub current_kind: Option<ProofKind>,
 }
 
 /// State the workers share.
@@ -244,17 +263,24 @@ impl Engine {
         Ok(Self { shared, threads })
     }
 
-    /// Queues a request; a known `request_id` returns its existing job.
-    pub fn submit(&self, req: JobRequest) -> Result<JobId> {
+    /// Queues a request; a known `request_id` with the same payload returns its existing job.
+    /// Refusals are [`SubmitError`]s.
+    pub fn submit(&self, req: JobRequest) -> Result<JobId, SubmitError> {
         let s = &self.shared;
-        anyhow::ensure!(
-            req.circuits.partitions() > 0,
-            "the request has no partitions"
-        );
+        if req.circuits.partitions() == 0 {
+            return Err(SubmitError::NoPartitions);
+        }
         let mut jobs = s.jobs.lock().unwrap_or_else(|e| e.into_inner());
         self.prune(&mut jobs);
-        if let Some(id) = req.request_id.as_ref().and_then(|r| jobs.by_request.get(r)) {
-            return Ok(*id);
+        let known = admission::admit(
+            &jobs,
+            &s.config,
+            req.request_id.as_deref(),
+            req.payload_digest,
+            req.input_bytes,
+        )?;
+        if let Some(id) = known {
+            return Ok(id);
         }
         jobs.next_id += 1;
         let id = jobs.next_id;
@@ -262,7 +288,13 @@ impl Engine {
             .priority
             .unwrap_or_else(|| Priority::default_for(req.circuits.kind()));
         let partitions = req.circuits.partitions();
-        let job = Arc::new(Job::new(id, priority, req.circuits));
+        let job = Arc::new(Job::new(
+            id,
+            priority,
+            req.circuits,
+            req.input_bytes,
+            req.payload_digest,
+        ));
         jobs.by_id.insert(id, job.clone());
         if let Some(r) = req.request_id {
             jobs.by_request.insert(r, id);
@@ -320,7 +352,25 @@ impl Engine {
             .cloned()
     }
 
-    /// Waits for a job's result. `Err` for an unknown id; `Ok(None)` when the timeout passed.
+    /// How many unfinished jobs will be served before job `id` (0: next or running); `None`
+    /// for an unknown id.
+    pub fn queue_position(&self, id: JobId) -> Option<usize> {
+        let jobs = self.shared.jobs.lock().unwrap_or_else(|e| e.into_inner());
+        let job = jobs.by_id.get(&id)?;
+        Some(admission::queue_position(&jobs, job))
+    }
+
+    /// The job's completion as a future that holds no thread (for async servers); `Err` for
+    /// an unknown id.
+    pub fn watch(&self, id: JobId) -> Result<JobWatch> {
+        let job = self
+            .job(id)
+            .with_context(|| format!("unknown job id {id}"))?;
+        Ok(JobWatch::new(job))
+    }
+
+    /// Waits for a job's result on this thread. `Err` for an unknown id; `Ok(None)` when the
+    /// timeout passed.
     pub fn wait(&self, id: JobId, timeout: Option<Duration>) -> Result<Option<JobResult>> {
         let job = self
             .job(id)
@@ -384,7 +434,7 @@ impl Engine {
                     .sum::<usize>()
                     + s.prove_queue.count_where(|u| u.job.kind() == k);
                 (
-                    k.to_string(),
+                    k,
                     KindCounts {
                         pending,
                         in_progress,
@@ -468,7 +518,7 @@ impl Engine {
                 });
                 let kind = current
                     .and_then(|id| jobs.iter().find(|j| j.id == id))
-                    .map(|j| j.kind().to_string());
+                    .map(|j| j.kind());
                 DeviceStatus {
                     ordinal: d.ordinal,
                     name: d.name,

@@ -54,6 +54,9 @@ pub struct JobTimings {
     pub synthesis_sum_ms: f64,
     /// Proving time summed over partitions (lock held).
     pub prove_ms: f64,
+    /// Device time summed over partitions: the phases the backend timed with device events
+    /// (upload, constraint products, NTTs, MSMs). 0 on the CPU backend, which has none.
+    pub device_ms: f64,
     pub total_ms: f64,
 }
 
@@ -100,9 +103,17 @@ pub(crate) struct Job {
     /// (a 32 GiB C1 output is ~100 MB, outside the memory budget).
     circuits: Mutex<Option<Arc<dyn PartitionedCircuit>>>,
     pub submitted: Instant,
+    /// Bytes of the request as the client sent it, counted against
+    /// `max_queued_request_bytes` while the job is unfinished.
+    pub input_bytes: u64,
+    /// Digest of the request's payload: a `request_id` reused with another payload is refused.
+    pub payload_digest: Option<[u8; 32]>,
     pub stop: AtomicBool,
     pub progress: Mutex<Progress>,
+    /// Blocking waiters ([`Job::wait`]).
     pub changed: Condvar,
+    /// Async waiters: true once the outcome is set. A waiter holds a receiver, not a thread.
+    done: tokio::sync::watch::Sender<bool>,
 }
 
 impl Progress {
@@ -113,7 +124,13 @@ impl Progress {
 }
 
 impl Job {
-    pub fn new(id: JobId, priority: Priority, circuits: Arc<dyn PartitionedCircuit>) -> Self {
+    pub fn new(
+        id: JobId,
+        priority: Priority,
+        circuits: Arc<dyn PartitionedCircuit>,
+        input_bytes: u64,
+        payload_digest: Option<[u8; 32]>,
+    ) -> Self {
         let n = circuits.partitions();
         Self {
             id,
@@ -122,6 +139,8 @@ impl Job {
             params_id: circuits.params_id().clone(),
             circuits: Mutex::new(Some(circuits)),
             submitted: Instant::now(),
+            input_bytes,
+            payload_digest,
             stop: AtomicBool::new(false),
             progress: Mutex::new(Progress {
                 proofs: vec![None; n],
@@ -136,6 +155,7 @@ impl Job {
                 running: 0,
             }),
             changed: Condvar::new(),
+            done: tokio::sync::watch::Sender::new(false),
         }
     }
 
@@ -174,6 +194,7 @@ impl Job {
         account(p.timings.total_ms);
         drop(p);
         self.changed.notify_all();
+        self.done.send_replace(true);
         // Units still running hold their own reference; the inputs go when the last one ends.
         let inputs = self
             .circuits
@@ -213,6 +234,31 @@ impl Job {
         }
         drop(p);
         self.result()
+    }
+}
+
+/// A job's completion, awaited without a thread: what an async server holds for each waiting
+/// client. Dropping it (the client left) releases everything it held.
+pub struct JobWatch {
+    job: Arc<Job>,
+    done: tokio::sync::watch::Receiver<bool>,
+}
+
+impl JobWatch {
+    pub(crate) fn new(job: Arc<Job>) -> Self {
+        let done = job.done.subscribe();
+        Self { job, done }
+    }
+
+    pub fn id(&self) -> JobId {
+        self.job.id
+    }
+
+    /// The result once the job ends. The sender lives in the job this watch holds, so the
+    /// channel cannot close first; `None` would mean an ended job without an outcome.
+    pub async fn finished(mut self) -> Option<JobResult> {
+        let _ = self.done.wait_for(|done| *done).await;
+        self.job.result()
     }
 }
 

@@ -3,6 +3,7 @@
 //! prover workers joined by bounded priority queues, under one host-memory budget, with
 //! parameters loaded once and kept resident, cancellation, and a TIMELINE event per stage.
 
+mod admission;
 mod budget;
 mod config;
 mod engine;
@@ -14,11 +15,12 @@ mod stats;
 mod timeline;
 mod workers;
 
+pub use admission::{SubmitError, MAX_REQUEST_ID_BYTES};
 pub use budget::{MemoryBudget, RankedWaiter, Reclaimable, Reservation};
-pub use config::{parse_bytes, process_memory, BudgetSetting, EngineConfig};
+pub use config::{auto_count, parse_bytes, process_memory, BudgetSetting, EngineConfig};
 pub use engine::{DeviceStatus, Engine, EngineStatus, JobRequest, KindCounts};
-pub use job::{JobId, JobOutcome, JobResult, JobTimings, Priority};
+pub use job::{JobId, JobOutcome, JobResult, JobTimings, JobWatch, Priority};
 pub use params_source::{ParamsDir, ParamsSource};
-pub use srs_store::LoadedSrs;
+pub use srs_store::{KeyTier, LoadedSrs};
 pub use stats::{Histogram, Stage};
 pub use timeline::{StageEvent, TimelineEvent};

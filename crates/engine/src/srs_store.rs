@@ -47,6 +47,20 @@ pub struct LoadedSrs {
     pub ref_count: usize,
     /// "memory" (decoded on the host) or "file" (read by the backend into its devices).
     pub key_form: String,
+    /// Where the key's points are now.
+    pub tier: KeyTier,
+}
+
+/// Where a resident parameter set's key points are (cuzk's HOT, WARM, COLD).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KeyTier {
+    /// In device memory: a proof starts on its kernels.
+    Device,
+    /// Decoded in host memory: a GPU proof reads the points from there.
+    Host,
+    /// Located in its file only: the first proof reads it (from the page cache, or the disk).
+    File,
 }
 
 pub(crate) struct SrsStore {
@@ -287,6 +301,14 @@ impl SrsStore {
                     key_form: match key.key {
                         LoadedKey::Memory(_) => "memory".into(),
                         LoadedKey::File(_) => "file".into(),
+                    },
+                    tier: if self.backend.key_on_device(key.key.as_ref()) {
+                        KeyTier::Device
+                    } else {
+                        match key.key {
+                            LoadedKey::Memory(_) => KeyTier::Host,
+                            LoadedKey::File(_) => KeyTier::File,
+                        }
                     },
                 }),
                 Slot::Loading => None,

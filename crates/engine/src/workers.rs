@@ -344,6 +344,7 @@ fn prove_unit(
         let mut p = job.lock();
         p.running -= 1;
         p.timings.prove_ms += took;
+        p.timings.device_ms += report.phases.iter().map(|ph| ph.duration_ms).sum::<f64>();
         p.set_stage(k, Stage::Done);
     }
     s.set_worker(name, None);

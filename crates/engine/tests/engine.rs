@@ -91,9 +91,8 @@ fn config(synthesis_workers: usize) -> EngineConfig {
 
 fn submit(e: &Engine, j: SyntheticJob, priority: Option<Priority>) -> u64 {
     e.submit(JobRequest {
-        request_id: None,
-        circuits: Arc::new(j),
         priority,
+        ..JobRequest::new(Arc::new(j))
     })
     .unwrap()
 }
@@ -433,8 +432,7 @@ fn request_ids_are_idempotent_and_waits_time_out() {
     let (e, _) = engine(config(1), 300);
     let req = |rid: &str| JobRequest {
         request_id: Some(rid.into()),
-        circuits: Arc::new(job(1, 0)),
-        priority: None,
+        ..JobRequest::new(Arc::new(job(1, 0)))
     };
     let a = e.submit(req("sector-7")).unwrap();
     assert_eq!(

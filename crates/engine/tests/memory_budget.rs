@@ -159,13 +159,7 @@ fn a_finished_job_keeps_its_result_not_its_inputs() {
     );
     let circuits: Arc<dyn PartitionedCircuit> = Arc::new(job(8, 2));
     let inputs = Arc::downgrade(&circuits);
-    let id = e
-        .submit(zkforge_engine::JobRequest {
-            request_id: None,
-            circuits,
-            priority: None,
-        })
-        .unwrap();
+    let id = e.submit(zkforge_engine::JobRequest::new(circuits)).unwrap();
     let result = e.wait(id, Some(Duration::from_secs(120))).unwrap().unwrap();
     assert!(matches!(result.outcome, JobOutcome::Completed(_)));
     // Freed off the worker threads: give the reaper a moment.

@@ -34,7 +34,7 @@ use crate::{ParamsId, PartitionedCircuit, ProofKind};
 #[derive(Deserialize)]
 struct C1Wrapper<'a> {
     #[serde(rename = "SectorNum")]
-    _sector_num: u64,
+    sector_num: u64,
     #[serde(rename = "Phase1Out", borrow)]
     phase1_out: Cow<'a, str>,
     #[serde(rename = "SectorSize")]
@@ -47,6 +47,12 @@ struct C1Wrapper<'a> {
 /// then deserialized straight into its type. (A `serde_json::Value` of the whole C1 first took
 /// about 9 times the text's size for its arrays of numbers.)
 pub fn parse_c1(bytes: &[u8]) -> Result<SealCommitPhase1Output> {
+    parse_c1_with_sector(bytes).map(|(out, _)| out)
+}
+
+/// [`parse_c1`], with the sector number when the input says it (the wrapper's `SectorNum`; the
+/// raw output does not carry one).
+pub fn parse_c1_with_sector(bytes: &[u8]) -> Result<(SealCommitPhase1Output, Option<u64>)> {
     if is_wrapper(bytes).context("C1 input is not valid JSON")? {
         let w: C1Wrapper<'_> = serde_json::from_slice(bytes)
             .context("C1 wrapper JSON needs SectorNum, Phase1Out (base64) and SectorSize")?;
@@ -63,10 +69,11 @@ pub fn parse_c1(bytes: &[u8]) -> Result<SealCommitPhase1Output> {
             out.registered_proof,
             declared
         );
-        return Ok(out);
+        return Ok((out, Some(w.sector_num)));
     }
-    serde_json::from_slice(bytes)
-        .context("JSON is neither a C1 wrapper nor a SealCommitPhase1Output")
+    let out = serde_json::from_slice(bytes)
+        .context("JSON is neither a C1 wrapper nor a SealCommitPhase1Output")?;
+    Ok((out, None))
 }
 
 /// Whether `bytes` is a JSON document whose top level is an object with a `Phase1Out` key (the

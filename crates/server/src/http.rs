@@ -12,6 +12,14 @@ use axum::routing::get;
 use axum::Router;
 use zkforge_engine::Engine;
 
+use hyper::body::Incoming as Incoming_;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use tokio_stream::StreamExt;
+use tower::ServiceExt;
+
+use crate::limits::Checked;
+use crate::listener::{Connections, Incoming};
 use crate::metrics;
 
 async fn status(State(engine): State<Arc<Engine>>) -> impl IntoResponse {
@@ -32,10 +40,12 @@ async fn prometheus(State(engine): State<Arc<Engine>>) -> impl IntoResponse {
 }
 
 /// Serves `/status` and `/metrics` on `addr` until `shutdown` resolves; `ready` gets the bound
-/// address.
+/// address. Connections are held to `limits` as the gRPC side's are (caps, idle clock), and
+/// a request's header must arrive within [`HEADER_TIMEOUT`].
 pub async fn serve_http(
     engine: Arc<Engine>,
     addr: SocketAddr,
+    limits: Checked,
     ready: impl FnOnce(SocketAddr),
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
@@ -49,8 +59,46 @@ pub async fn serve_http(
     let local = listener.local_addr()?;
     tracing::info!(%local, "serving HTTP /status and /metrics");
     ready(local);
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await?;
+    let connections = Connections::new(
+        limits.max_connections,
+        limits.max_connections_per_client,
+        limits.idle_timeout,
+    );
+    let mut incoming = Incoming::new(listener, connections);
+    let mut open = tokio::task::JoinSet::new();
+    tokio::pin!(shutdown);
+    loop {
+        let io = tokio::select! {
+            _ = &mut shutdown => break,
+            Some(io) = incoming.next() => io,
+            // Reap finished connections so the set does not grow.
+            Some(_) = open.join_next(), if !open.is_empty() => continue,
+        };
+        let Ok(io) = io else { continue };
+        let state = io.state().clone();
+        let app = app.clone();
+        // Each request marks its connection busy, so the idle clock runs between requests.
+        let service = hyper::service::service_fn(move |req: hyper::Request<Incoming_>| {
+            let active = state.request_started();
+            let app = app.clone();
+            async move {
+                let response = app.oneshot(req.map(axum::body::Body::new)).await;
+                drop(active);
+                response
+            }
+        });
+        open.spawn(async move {
+            let mut builder = auto::Builder::new(TokioExecutor::new());
+            builder
+                .http1()
+                .timer(TokioTimer::new())
+                .header_read_timeout(HEADER_TIMEOUT);
+            let _ = builder.serve_connection(TokioIo::new(io), service).await;
+        });
+    }
+    open.abort_all();
     Ok(())
 }
+
+/// Time a client has to send a whole HTTP request header.
+pub const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);

@@ -1,5 +1,6 @@
 //! The zkforge daemon: the cuzk.v1 `ProvingEngine` gRPC service (what Curio speaks) over the
-//! engine, on TCP or a unix socket, with gRPC health and reflection.
+//! engine, on TCP or a unix socket, with gRPC health and reflection, and the limits that keep
+//! one client from exhausting it (`limits`, `listener`, `guard`, `codec`).
 
 // tonic's `Status` is the error type of every RPC; boxing it would only add noise.
 #![allow(clippy::result_large_err)]
@@ -15,14 +16,20 @@ pub mod pb {
 
 pub mod access;
 mod circuit_id;
+pub mod codec;
+mod guard;
 mod http;
+pub mod limits;
+mod listener;
 mod metrics;
 pub mod request;
 mod serve;
 mod service;
+mod wire;
 
 pub use access::{Access, TlsFiles};
 pub use circuit_id::parse_circuit_id;
 pub use http::serve_http;
+pub use limits::{Checked as CheckedLimits, Limits};
 pub use serve::{serve, serve_with, Listen, Running};
 pub use service::ProvingService;

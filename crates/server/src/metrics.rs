@@ -2,18 +2,13 @@
 
 use std::fmt::Write;
 
-use zkforge_engine::EngineStatus;
+use zkforge_engine::{EngineStatus, KeyTier};
+use zkforge_filecoin::ProofKind;
 
 use crate::pb;
+use crate::pb::srs_status::Tier;
 
 pub fn status_response(s: &EngineStatus) -> pb::GetStatusResponse {
-    let kind = |name: &str| match name {
-        "porep" => pb::ProofKind::PorepSealCommit,
-        "snap" => pb::ProofKind::SnapDealsUpdate,
-        "window-post" => pb::ProofKind::WindowPostPartition,
-        "winning-post" => pb::ProofKind::WinningPost,
-        _ => pb::ProofKind::Unspecified,
-    };
     pb::GetStatusResponse {
         gpus: s
             .devices
@@ -24,11 +19,7 @@ pub fn status_response(s: &EngineStatus) -> pb::GetStatusResponse {
                 vram_total_bytes: d.memory_total_bytes,
                 vram_free_bytes: d.memory_free_bytes,
                 current_job_id: d.current_job.map(|j| j.to_string()).unwrap_or_default(),
-                current_proof_kind: d
-                    .current_kind
-                    .as_deref()
-                    .map_or(pb::ProofKind::Unspecified, kind)
-                    as i32,
+                current_proof_kind: d.current_kind.map(cuzk_kind).unwrap_or_default().into(),
             })
             .collect(),
         loaded_srs: s
@@ -36,7 +27,11 @@ pub fn status_response(s: &EngineStatus) -> pb::GetStatusResponse {
             .iter()
             .map(|l| pb::SrsStatus {
                 circuit_id: l.circuit_id.clone(),
-                tier: pb::SrsTier::Hot as i32,
+                tier: match l.tier {
+                    KeyTier::Device => Tier::Hot,
+                    KeyTier::Host => Tier::Warm,
+                    KeyTier::File => Tier::Cold,
+                } as i32,
                 size_bytes: l.bytes,
                 ref_count: l.ref_count as u32,
             })
@@ -45,7 +40,7 @@ pub fn status_response(s: &EngineStatus) -> pb::GetStatusResponse {
             .queues
             .iter()
             .map(|(k, c)| pb::QueueStatus {
-                proof_kind: kind(k) as i32,
+                proof_kind: cuzk_kind(*k).into(),
                 pending: c.pending as u32,
                 in_progress: c.in_progress as u32,
             })
@@ -55,6 +50,16 @@ pub fn status_response(s: &EngineStatus) -> pb::GetStatusResponse {
         uptime_seconds: s.uptime_secs as u64,
         pinned_memory_bytes: s.pinned_memory_bytes,
         pinned_memory_limit_bytes: s.pinned_memory_limit_bytes,
+    }
+}
+
+/// A proof kind as cuzk names it in its status strings.
+fn cuzk_kind(k: ProofKind) -> &'static str {
+    match k {
+        ProofKind::PoRep => "porep_c2",
+        ProofKind::SnapDeals => "snap_update",
+        ProofKind::WindowPost => "window_post",
+        ProofKind::WinningPost => "winning_post",
     }
 }
 

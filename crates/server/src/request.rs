@@ -3,16 +3,18 @@
 
 use std::sync::Arc;
 
+use filecoin_proofs_api::{RegisteredPoStProof, RegisteredUpdateProof};
 use tonic::Status;
 use zkforge_circuits::PartitionedCircuit;
 use zkforge_filecoin::fixtures::{
-    read_base64_list, seal_proof_for, update_proof_for, window_post_for, winning_post_for,
+    seal_proof_for, update_proof_for, window_post_for, winning_post_for,
 };
 use zkforge_filecoin::post::{post_circuits, prover_id_from_miner, PostRequest};
 use zkforge_filecoin::snap::{snap_circuits, SnapRequest};
+use zkforge_filecoin::{decode_base64_list, max_vanilla_proofs};
 use zkforge_filecoin::{porep, ProofKind};
 
-use crate::pb;
+use crate::{pb, wire};
 
 /// Longest message a Status carries. It travels in an HTTP/2 header (grpc-message): a parser
 /// error that quotes the client's input (serde names the unknown variant it read) could
@@ -53,34 +55,95 @@ pub fn kind_of(k: i32) -> Result<ProofKind, Status> {
     }
 }
 
-/// PoSt and SnapDeals vanilla proofs: `vanilla_proofs`, or one `vanilla_proof` holding the
-/// JSON array of base64 strings.
-fn vanilla_list(r: &pb::SubmitProofRequest) -> Result<Vec<Vec<u8>>, Status> {
+/// PoSt and SnapDeals vanilla proofs: `vanilla_proofs` (moved out of the request, not
+/// copied), or one `vanilla_proof` holding the JSON array of base64 strings, whose entries are
+/// counted against `max` before any is decoded.
+fn vanilla_list(r: &mut pb::SubmitProofRequest, max: usize) -> Result<Vec<Vec<u8>>, Status> {
     if !r.vanilla_proofs.is_empty() {
-        return Ok(r.vanilla_proofs.clone());
+        return Ok(std::mem::take(&mut r.vanilla_proofs));
     }
     if r.vanilla_proof.is_empty() {
         return Err(invalid(
             "no vanilla proofs: set vanilla_proofs (or vanilla_proof as a JSON array of base64)",
         ));
     }
-    read_base64_list(&r.vanilla_proof).map_err(|e| invalid(format!("vanilla_proof: {e:#}")))
+    decode_base64_list(&r.vanilla_proof, max).map_err(|e| invalid(format!("vanilla_proof: {e:#}")))
 }
 
-fn sector_size(r: &pb::SubmitProofRequest) -> Result<u64, Status> {
-    match r.sector_size {
-        0 => Err(invalid("sector_size is required for this proof kind")),
-        s => Ok(s),
+/// The registered proof a PoSt or SnapDeals request names: `registered_proof` when set (it
+/// also picks the version, e.g. WindowPoSt V1 against V1_2), else the current type of
+/// `sector_size`. Proto3 cannot tell 0 from unset, so 0 means unset (it would name a 2 KiB V1
+/// type). A set value must be of the request's kind and agree with a set `sector_size`.
+fn registered<P: Copy + std::fmt::Debug>(
+    r: &pb::SubmitProofRequest,
+    kind: ProofKind,
+    from_wire: impl Fn(u64) -> Option<P>,
+    sector_size_of: impl Fn(P) -> u64,
+    current_for: impl Fn(u64) -> anyhow::Result<P>,
+) -> Result<P, Status> {
+    if r.registered_proof == 0 {
+        return match r.sector_size {
+            0 => Err(invalid(
+                "sector_size (or registered_proof) is required for this proof kind",
+            )),
+            size => current_for(size).map_err(invalid),
+        };
     }
+    let proof = from_wire(r.registered_proof).ok_or_else(|| {
+        invalid(format!(
+            "registered_proof {} is not a {kind} proof type (filecoin-ffi numbering)",
+            r.registered_proof
+        ))
+    })?;
+    let size = sector_size_of(proof);
+    if r.sector_size != 0 && r.sector_size != size {
+        return Err(invalid(format!(
+            "sector_size {} does not match registered_proof {} ({proof:?}, {size} bytes)",
+            r.sector_size, r.registered_proof
+        )));
+    }
+    Ok(proof)
 }
 
-/// The circuits a request asks for.
-pub fn circuits(r: &pb::SubmitProofRequest) -> Result<Arc<dyn PartitionedCircuit>, Status> {
+fn post_proof(r: &pb::SubmitProofRequest, kind: ProofKind) -> Result<RegisteredPoStProof, Status> {
+    let window = kind == ProofKind::WindowPost;
+    registered(
+        r,
+        kind,
+        |n| wire::post_proof(n).filter(|&p| wire::is_window(p) == window),
+        |p| u64::from(p.sector_size()),
+        if window {
+            window_post_for
+        } else {
+            winning_post_for
+        },
+    )
+}
+
+fn update_proof(r: &pb::SubmitProofRequest) -> Result<RegisteredUpdateProof, Status> {
+    registered(
+        r,
+        ProofKind::SnapDeals,
+        wire::update_proof,
+        |p| u64::from(p.sector_size()),
+        |size| seal_proof_for(size).and_then(update_proof_for),
+    )
+}
+
+/// The circuits a request asks for. The request is taken by value so that its vanilla proofs
+/// move into the circuits instead of being copied.
+pub fn circuits(mut r: pb::SubmitProofRequest) -> Result<Arc<dyn PartitionedCircuit>, Status> {
     let kind = kind_of(r.proof_kind)?;
     let circuits = match kind {
         ProofKind::PoRep => {
-            let c1 = porep::parse_c1(&r.vanilla_proof)
+            let (c1, sector) = porep::parse_c1_with_sector(&r.vanilla_proof)
                 .map_err(|e| invalid(format!("vanilla_proof: {e:#}")))?;
+            if let Some(n) = sector.filter(|&n| r.sector_number != 0 && n != r.sector_number) {
+                return Err(invalid(format!(
+                    "sector_number {} does not match the C1 wrapper's SectorNum {n}",
+                    r.sector_number
+                )));
+            }
             let declared = u64::from(c1.registered_proof.sector_size());
             if r.sector_size != 0 && r.sector_size != declared {
                 return Err(invalid(format!(
@@ -88,33 +151,36 @@ pub fn circuits(r: &pb::SubmitProofRequest) -> Result<Arc<dyn PartitionedCircuit
                     r.sector_size
                 )));
             }
+            let number = wire::seal_proof_number(c1.registered_proof);
+            if r.registered_proof != 0 && r.registered_proof != number {
+                return Err(invalid(format!(
+                    "registered_proof {} does not match the C1 output's {:?} ({number})",
+                    r.registered_proof, c1.registered_proof
+                )));
+            }
             porep::porep_circuits(c1)
         }
         ProofKind::WinningPost | ProofKind::WindowPost => {
-            let size = sector_size(r)?;
-            let proof = if kind == ProofKind::WinningPost {
-                winning_post_for(size)
-            } else {
-                window_post_for(size)
-            };
+            let registered_proof = post_proof(&r, kind)?;
+            let size = u64::from(registered_proof.sector_size());
+            let max = max_vanilla_proofs(kind, size).map_err(invalid)?;
             let req = PostRequest {
-                registered_proof: proof.map_err(invalid)?,
+                registered_proof,
                 randomness: bytes32("randomness", &r.randomness)?,
                 prover_id: prover_id_from_miner(r.miner_id),
-                vanilla_proofs: vanilla_list(r)?,
+                vanilla_proofs: vanilla_list(&mut r, max)?,
                 partition_index: r.partition_index as usize,
-                sector_number: None,
+                sector_number: (r.sector_number != 0).then_some(r.sector_number),
             };
             post_circuits(req)
         }
         ProofKind::SnapDeals => {
-            let size = sector_size(r)?;
-            let proof = seal_proof_for(size)
-                .and_then(update_proof_for)
-                .map_err(invalid)?;
+            let registered_proof = update_proof(&r)?;
+            let size = u64::from(registered_proof.sector_size());
+            let max = max_vanilla_proofs(kind, size).map_err(invalid)?;
             let req = SnapRequest {
-                registered_proof: proof,
-                vanilla_proofs: vanilla_list(r)?,
+                registered_proof,
+                vanilla_proofs: vanilla_list(&mut r, max)?,
                 comm_r_old: bytes32("comm_r_old", &r.comm_r_old)?,
                 comm_r_new: bytes32("comm_r_new", &r.comm_r_new)?,
                 comm_d_new: bytes32("comm_d_new", &r.comm_d_new)?,
@@ -125,6 +191,34 @@ pub fn circuits(r: &pb::SubmitProofRequest) -> Result<Arc<dyn PartitionedCircuit
     circuits
         .map(Arc::from)
         .map_err(|e| invalid(format!("{e:#}")))
+}
+
+/// SHA-256 of everything that makes a request what it is (not its id or priority): a
+/// `request_id` submitted again must come with the same digest.
+pub fn payload_digest(r: &pb::SubmitProofRequest) -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    let mut field = |tag: u8, bytes: &[u8]| {
+        h.update([tag]);
+        h.update((bytes.len() as u64).to_le_bytes());
+        h.update(bytes);
+    };
+    field(2, &r.proof_kind.to_le_bytes());
+    field(3, &r.sector_size.to_le_bytes());
+    field(4, &r.registered_proof.to_le_bytes());
+    field(10, &r.vanilla_proof);
+    field(11, &(r.vanilla_proofs.len() as u64).to_le_bytes());
+    for p in &r.vanilla_proofs {
+        field(11, p);
+    }
+    field(20, &r.sector_number.to_le_bytes());
+    field(21, &r.miner_id.to_le_bytes());
+    field(22, &r.randomness);
+    field(23, &r.partition_index.to_le_bytes());
+    field(30, &r.comm_r_old);
+    field(31, &r.comm_r_new);
+    field(32, &r.comm_d_new);
+    h.finalize().into()
 }
 
 #[cfg(test)]

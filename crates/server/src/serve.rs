@@ -10,12 +10,12 @@ use tonic::transport::Server;
 use zkforge_engine::Engine;
 
 use crate::access::{Access, SOCKET_MODE};
+use crate::guard::{ReceiveBudget, RequestGuardLayer};
+use crate::limits::Checked;
+use crate::listener::{Connections, Incoming};
 use crate::pb::proving_engine_server::ProvingEngineServer;
 use crate::pb::FILE_DESCRIPTOR_SET;
 use crate::ProvingService;
-
-/// Largest request accepted: a 32 GiB PoRep C1 output is about 200 MB.
-pub const MAX_MESSAGE_BYTES: usize = 256 << 20;
 
 /// tonic answers a request over the size limit with OUT_OF_RANGE before our code sees it;
 /// gRPC's code for "message larger than the server accepts" is RESOURCE_EXHAUSTED.
@@ -55,22 +55,33 @@ impl std::str::FromStr for Listen {
 }
 
 /// Serves the ProvingEngine, health and reflection services until `shutdown` resolves, on
-/// loopback or a unix socket ([`serve_with`] for other addresses). `ready` gets the bound TCP
-/// address (useful with port 0) before the first request.
+/// loopback or a unix socket ([`serve_with`] for other addresses), with the default
+/// [`Limits`](crate::Limits). `ready` gets the bound TCP address (useful with port 0) before the
+/// first request.
 pub async fn serve(
     engine: Arc<Engine>,
     listen: Listen,
     ready: impl FnOnce(Option<std::net::SocketAddr>),
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<()> {
-    serve_with(engine, listen, &Access::default(), ready, shutdown).await
+    serve_with(
+        engine,
+        listen,
+        &Access::default(),
+        &Checked::default(),
+        ready,
+        shutdown,
+    )
+    .await
 }
 
-/// As [`serve`], with clients authenticated as `access` says (checked against `listen`).
+/// As [`serve`], with clients authenticated as `access` says (checked against `listen`) and
+/// held to `limits`.
 pub async fn serve_with(
     engine: Arc<Engine>,
     listen: Listen,
     access: &Access,
+    limits: &Checked,
     ready: impl FnOnce(Option<std::net::SocketAddr>),
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<()> {
@@ -80,9 +91,10 @@ pub async fn serve_with(
     } else {
         tracing::info!("access: {chosen}");
     }
-    let service = ProvingEngineServer::new(ProvingService::new(engine))
-        .max_decoding_message_size(MAX_MESSAGE_BYTES)
-        .max_encoding_message_size(MAX_MESSAGE_BYTES);
+    let max_message = limits.max_request_bytes as usize;
+    let service = ProvingEngineServer::new(ProvingService::new(engine, limits.parse_workers))
+        .max_decoding_message_size(max_message)
+        .max_encoding_message_size(max_message);
     let service = InterceptedService::new(service, access.interceptor());
     let (mut health, health_service) = tonic_health::server::health_reporter();
     health
@@ -92,17 +104,30 @@ pub async fn serve_with(
         .register_encoded_file_descriptor_set(FILE_DESCRIPTOR_SET)
         .build_v1()
         .context("building the reflection service")?;
-    let mut builder = Server::builder();
+    // Dead peers are found by pings; idle and half-open connections by the listener's idle
+    // clock (pings are answered by any client library, so they cannot tell idle from alive).
+    let mut builder = Server::builder()
+        .http2_keepalive_interval(Some(KEEPALIVE_INTERVAL))
+        .http2_keepalive_timeout(Some(KEEPALIVE_TIMEOUT))
+        .max_concurrent_streams(Some(MAX_STREAMS_PER_CONNECTION))
+        .http2_max_header_list_size(Some(MAX_HEADER_LIST_BYTES));
     if let Some(tls) = access.tls_config()? {
         builder = builder.tls_config(tls).context("the TLS settings")?;
     }
+    let budget = ReceiveBudget::new(limits.max_receiving_bytes);
     let router = builder
         .layer(tower::util::MapResponseLayer::new(
             oversize_is_resource_exhausted,
         ))
+        .layer(RequestGuardLayer::new(limits, budget))
         .add_service(health_service)
         .add_service(reflection)
         .add_service(service);
+    let connections = Connections::new(
+        limits.max_connections,
+        limits.max_connections_per_client,
+        limits.idle_timeout,
+    );
     match listen {
         Listen::Tcp(addr) => {
             let listener = tokio::net::TcpListener::bind(addr)
@@ -111,23 +136,30 @@ pub async fn serve_with(
             let local = listener.local_addr()?;
             tracing::info!(%local, "serving cuzk.v1 over TCP");
             ready(Some(local));
-            let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
             router
-                .serve_with_incoming_shutdown(incoming, shutdown)
+                .serve_with_incoming_shutdown(Incoming::new(listener, connections), shutdown)
                 .await?;
         }
         Listen::Unix(path) => {
             let listener = bind_unix(&path)?;
             tracing::info!(path = %path.display(), "serving cuzk.v1 over a unix socket");
             ready(None);
-            let incoming = tokio_stream::wrappers::UnixListenerStream::new(listener);
             router
-                .serve_with_incoming_shutdown(incoming, shutdown)
+                .serve_with_incoming_shutdown(Incoming::new(listener, connections), shutdown)
                 .await?;
         }
     }
     Ok(())
 }
+
+/// Server pings on idle HTTP/2 connections, and how long an answer may take.
+const KEEPALIVE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(30);
+const KEEPALIVE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
+/// Requests in flight on one connection (a client wanting more opens another, which the
+/// connection caps count).
+const MAX_STREAMS_PER_CONNECTION: u32 = 256;
+/// gRPC headers are a few hundred bytes; hyper's default allows 16 MiB.
+const MAX_HEADER_LIST_BYTES: u32 = 64 << 10;
 
 /// Binds the socket under a temporary name, sets its mode to [`SOCKET_MODE`], then renames it
 /// into place: no client ever sees it with the umask's wider mode.
@@ -163,15 +195,26 @@ pub struct Running {
 }
 
 impl Running {
-    /// Starts [`serve_with`] and returns once it listens, or with the error that stopped it.
+    /// Starts [`serve_with`] with the default limits and returns once it listens, or with the
+    /// error that stopped it.
     pub async fn start(engine: Arc<Engine>, listen: Listen, access: Access) -> Result<Self> {
+        Self::start_limited(engine, listen, access, Checked::default()).await
+    }
+
+    /// As [`Running::start`], held to `limits`.
+    pub async fn start_limited(
+        engine: Arc<Engine>,
+        listen: Listen,
+        access: Access,
+        limits: Checked,
+    ) -> Result<Self> {
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let (ready, listening) = tokio::sync::oneshot::channel();
         let task = tokio::spawn(async move {
             let ready = move |addr| {
                 let _ = ready.send(addr);
             };
-            serve_with(engine, listen, &access, ready, async {
+            serve_with(engine, listen, &access, &limits, ready, async {
                 let _ = stopped.await;
             })
             .await

@@ -1,59 +1,111 @@
 //! The eight RPCs of `cuzk.v1.ProvingEngine`, each a thin translation onto the engine.
+//!
+//! No RPC holds a thread while it waits: AwaitProof and Prove await the job's completion as a
+//! future (a client that leaves drops it), parsing a request (C1 JSON, vanilla proofs) runs on
+//! the blocking pool with at most `limits.parse_workers` at once, and status calls answer from
+//! the async threads in microseconds whatever is being parsed.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::sync::Semaphore;
 use tonic::{Request, Response, Status};
-use zkforge_engine::{Engine, JobOutcome, JobRequest, JobResult, Priority};
+use zkforge_engine::{
+    Engine, JobOutcome, JobRequest, JobResult, Priority, SubmitError, MAX_REQUEST_ID_BYTES,
+};
 use zkforge_filecoin::registry;
 
 use crate::pb::{self, proving_engine_server::ProvingEngine};
-use crate::request::bounded;
+use crate::request::{bounded, payload_digest};
 use crate::{metrics, parse_circuit_id, request};
+
+/// Parameter loads (PreloadSRS) at once on the blocking pool; more wait without a thread.
+const LOAD_WORKERS: usize = 2;
 
 /// The service; cheap to clone, all clones share one engine.
 #[derive(Clone)]
 pub struct ProvingService {
     engine: Arc<Engine>,
+    parsing: Arc<Semaphore>,
+    loading: Arc<Semaphore>,
+    /// What SubmitProof says of the GPU: its ordinal when there is exactly one, else empty
+    /// (partitions go to whichever GPU frees up first; the CPU backend has none).
+    assigned_gpu: String,
 }
 
 impl ProvingService {
-    pub fn new(engine: Arc<Engine>) -> Self {
-        Self { engine }
+    /// A service parsing at most `parse_workers` requests at once.
+    pub fn new(engine: Arc<Engine>, parse_workers: usize) -> Self {
+        let devices = engine.status().devices;
+        let assigned_gpu = match devices.as_slice() {
+            [one] => one.ordinal.to_string(),
+            _ => String::new(),
+        };
+        Self {
+            engine,
+            parsing: Arc::new(Semaphore::new(parse_workers.max(1))),
+            loading: Arc::new(Semaphore::new(LOAD_WORKERS)),
+            assigned_gpu,
+        }
     }
 
-    /// Runs blocking engine work off the async executor.
+    /// Runs `f` on the blocking pool once a permit of `gate` is free.
     async fn blocking<T: Send + 'static>(
-        &self,
-        f: impl FnOnce(&Engine) -> Result<T, Status> + Send + 'static,
+        gate: &Arc<Semaphore>,
+        f: impl FnOnce() -> Result<T, Status> + Send + 'static,
     ) -> Result<T, Status> {
-        let engine = self.engine.clone();
-        tokio::task::spawn_blocking(move || f(&engine))
+        let permit = gate
+            .clone()
+            .acquire_owned()
             .await
-            .map_err(|e| Status::internal(format!("engine task failed: {e}")))?
+            .map_err(|_| Status::unavailable("the daemon is stopping"))?;
+        tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            f()
+        })
+        .await
+        .map_err(|e| Status::internal(format!("request task failed: {e}")))?
     }
 
     async fn submit(&self, r: pb::SubmitProofRequest) -> Result<pb::SubmitProofResponse, Status> {
-        let circuits = request::circuits(&r)?;
-        let kind = circuits.kind();
-        let priority = Priority::from_wire(r.priority, kind).ok_or_else(|| {
-            Status::invalid_argument(format!("priority {} is not 0..=4", r.priority))
-        })?;
         let request_id = (!r.request_id.is_empty()).then(|| r.request_id.clone());
+        if let Some(id) = &request_id {
+            if id.len() > MAX_REQUEST_ID_BYTES {
+                return Err(submit_status(SubmitError::RequestIdTooLong {
+                    len: id.len(),
+                }));
+            }
+        }
+        let kind = request::kind_of(r.proof_kind)?;
+        let wire_priority = r.priority;
+        let priority = Priority::from_wire(wire_priority, kind).ok_or_else(|| {
+            Status::invalid_argument(format!("priority {wire_priority} is not 0..=4"))
+        })?;
+        let input_bytes = prost::Message::encoded_len(&r) as u64;
+        // Parsing and checking a 32 GiB C1 takes seconds of CPU: on the blocking pool, a
+        // bounded number at once.
+        let (circuits, digest) = Self::blocking(&self.parsing, move || {
+            let digest = request_id_digest(&r);
+            Ok((request::circuits(r)?, digest))
+        })
+        .await?;
         let id = self
-            .blocking(move |e| {
-                e.submit(JobRequest {
-                    request_id,
-                    circuits,
-                    priority: Some(priority),
-                })
-                .map_err(|e| Status::unavailable(format!("{e:#}")))
+            .engine
+            .submit(JobRequest {
+                request_id,
+                circuits,
+                priority: Some(priority),
+                input_bytes,
+                payload_digest: digest,
             })
-            .await?;
+            .map_err(submit_status)?;
         Ok(pb::SubmitProofResponse {
             job_id: id.to_string(),
-            queue_position: 0,
-            assigned_gpu: 0,
+            queue_position: self
+                .engine
+                .queue_position(id)
+                .map_or(0, |p| p.min(u32::MAX as usize) as u32),
+            assigned_gpu: self.assigned_gpu.clone(),
         })
     }
 
@@ -62,18 +114,21 @@ impl ProvingService {
         job_id: String,
         timeout_ms: u64,
     ) -> Result<pb::AwaitProofResponse, Status> {
-        let id: u64 = job_id
-            .parse()
-            .map_err(|_| Status::not_found(bounded(format!("unknown job id {job_id:?}"))))?;
-        let timeout = (timeout_ms > 0).then(|| Duration::from_millis(timeout_ms));
-        let result = self
-            .blocking(move |e| {
-                e.wait(id, timeout)
-                    .map_err(|e| Status::not_found(format!("{e:#}")))
-            })
-            .await?;
+        let id = job_number(&job_id)?;
+        let watch = self
+            .engine
+            .watch(id)
+            .map_err(|e| Status::not_found(format!("{e:#}")))?;
+        let finished = watch.finished();
+        let result = match timeout_ms {
+            0 => Some(finished.await),
+            ms => tokio::time::timeout(Duration::from_millis(ms), finished)
+                .await
+                .ok(),
+        };
         Ok(match result {
-            Some(r) => await_response(r),
+            Some(Some(r)) => await_response(r),
+            Some(None) => return Err(Status::internal(format!("job {id} ended without a result"))),
             None => pb::AwaitProofResponse {
                 job_id,
                 status: pb::ProofStatus::Timeout as i32,
@@ -84,6 +139,26 @@ impl ProvingService {
     }
 }
 
+/// The digest that makes a reused `request_id` with another payload detectable.
+fn request_id_digest(r: &pb::SubmitProofRequest) -> Option<[u8; 32]> {
+    (!r.request_id.is_empty()).then(|| payload_digest(r))
+}
+
+fn submit_status(e: SubmitError) -> Status {
+    let msg = bounded(&e);
+    match e {
+        e if e.is_busy() => Status::resource_exhausted(msg),
+        SubmitError::RequestIdReused { .. } => Status::already_exists(msg),
+        _ => Status::invalid_argument(msg),
+    }
+}
+
+fn job_number(job_id: &str) -> Result<u64, Status> {
+    job_id
+        .parse()
+        .map_err(|_| Status::not_found(bounded(format!("unknown job id {job_id:?}"))))
+}
+
 fn await_response(r: JobResult) -> pb::AwaitProofResponse {
     let t = r.timings;
     let mut out = pb::AwaitProofResponse {
@@ -91,7 +166,8 @@ fn await_response(r: JobResult) -> pb::AwaitProofResponse {
         queue_wait_ms: t.queue_wait_ms as u64,
         srs_load_ms: t.srs_load_ms as u64,
         synthesis_ms: t.synthesis_wall_ms as u64,
-        gpu_compute_ms: t.prove_ms as u64,
+        // Device-timed work only; 0 (unset) on the CPU backend, which has no GPU.
+        gpu_compute_ms: t.device_ms as u64,
         total_ms: t.total_ms as u64,
         ..Default::default()
     };
@@ -151,16 +227,11 @@ impl ProvingEngine for ProvingService {
         &self,
         req: Request<pb::CancelProofRequest>,
     ) -> Result<Response<pb::CancelProofResponse>, Status> {
-        let job_id = req.into_inner().job_id;
-        let id: u64 = job_id
-            .parse()
-            .map_err(|_| Status::not_found(bounded(format!("unknown job id {job_id:?}"))))?;
+        let id = job_number(&req.into_inner().job_id)?;
         let was_running = self
-            .blocking(move |e| {
-                e.cancel(id)
-                    .map_err(|e| Status::not_found(format!("{e:#}")))
-            })
-            .await?;
+            .engine
+            .cancel(id)
+            .map_err(|e| Status::not_found(format!("{e:#}")))?;
         Ok(Response::new(pb::CancelProofResponse { was_running }))
     }
 
@@ -168,17 +239,17 @@ impl ProvingEngine for ProvingService {
         &self,
         _: Request<pb::GetStatusRequest>,
     ) -> Result<Response<pb::GetStatusResponse>, Status> {
-        let s = self.blocking(|e| Ok(e.status())).await?;
-        Ok(Response::new(metrics::status_response(&s)))
+        Ok(Response::new(metrics::status_response(
+            &self.engine.status(),
+        )))
     }
 
     async fn get_metrics(
         &self,
         _: Request<pb::GetMetricsRequest>,
     ) -> Result<Response<pb::GetMetricsResponse>, Status> {
-        let s = self.blocking(|e| Ok(e.status())).await?;
         Ok(Response::new(pb::GetMetricsResponse {
-            prometheus_text: metrics::prometheus(&s),
+            prometheus_text: metrics::prometheus(&self.engine.status()),
         }))
     }
 
@@ -187,12 +258,13 @@ impl ProvingEngine for ProvingService {
         req: Request<pb::PreloadSrsRequest>,
     ) -> Result<Response<pb::PreloadSrsResponse>, Status> {
         let id = params_id(&req.into_inner().circuit_id)?;
-        let (already_loaded, ms) = self
-            .blocking(move |e| {
-                e.preload(&id)
-                    .map_err(|e| Status::failed_precondition(format!("{e:#}")))
-            })
-            .await?;
+        let engine = self.engine.clone();
+        let (already_loaded, ms) = Self::blocking(&self.loading, move || {
+            engine
+                .preload(&id)
+                .map_err(|e| Status::failed_precondition(format!("{e:#}")))
+        })
+        .await?;
         Ok(Response::new(pb::PreloadSrsResponse {
             already_loaded,
             load_time_ms: ms as u64,
@@ -204,7 +276,9 @@ impl ProvingEngine for ProvingService {
         req: Request<pb::EvictSrsRequest>,
     ) -> Result<Response<pb::EvictSrsResponse>, Status> {
         let id = params_id(&req.into_inner().circuit_id)?;
-        let freed = self.blocking(move |e| Ok(e.evict(&id))).await?;
+        let engine = self.engine.clone();
+        // Freeing a 47 GB key takes a while: not on an async thread.
+        let freed = Self::blocking(&self.loading, move || Ok(engine.evict(&id))).await?;
         Ok(Response::new(pb::EvictSrsResponse {
             was_loaded: freed.is_some(),
             freed_bytes: freed.unwrap_or(0),

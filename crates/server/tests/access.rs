@@ -126,10 +126,18 @@ async fn status(c: &mut ProvingEngineClient<Channel>) -> Result<(), tonic::Statu
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reachable_address_is_refused_without_tls_and_client_authentication() {
     let any: Listen = "0.0.0.0:0".parse().unwrap();
-    let err = serve_with(engine(), any.clone(), &Access::default(), |_| {}, async {})
-        .await
-        .unwrap_err()
-        .to_string();
+    let limits = Default::default();
+    let err = serve_with(
+        engine(),
+        any.clone(),
+        &Access::default(),
+        &limits,
+        |_| {},
+        async {},
+    )
+    .await
+    .unwrap_err()
+    .to_string();
     assert!(
         err.contains("reachable from other machines") && err.contains("--insecure-remote"),
         "{err}"
@@ -177,10 +185,11 @@ async fn tls_with_client_certificates_lets_in_only_clients_the_ca_vouches_for() 
         assert!(refused, "{who} got in");
     }
     // Plain HTTP/2 on the TLS port gets nothing either.
-    let plain = ProvingEngineClient::connect(format!("http://127.0.0.1:{port}")).await;
-    if let Ok(mut c) = plain {
-        assert!(status(&mut c).await.is_err());
-    }
+    let refused = match ProvingEngineClient::connect(format!("http://127.0.0.1:{port}")).await {
+        Err(_) => true,
+        Ok(mut c) => status(&mut c).await.is_err(),
+    };
+    assert!(refused, "plain HTTP/2 got an answer on the TLS port");
     d.stop().await.unwrap();
 }
 

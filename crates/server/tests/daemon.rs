@@ -159,7 +159,7 @@ async fn prove_over_tcp_and_the_rpcs_around_it() {
     let porep = status
         .queues
         .iter()
-        .find(|q| q.proof_kind == pb::ProofKind::PorepSealCommit as i32)
+        .find(|q| q.proof_kind == "porep_c2")
         .unwrap();
     assert_eq!(
         porep.pending + porep.in_progress,
@@ -344,6 +344,7 @@ async fn http_status_and_metrics() {
     let task = tokio::spawn(zkforge_server::serve_http(
         engine,
         "127.0.0.1:0".parse().unwrap(),
+        Default::default(),
         move |a| {
             let _ = ready_tx.send(a);
         },

@@ -1,5 +1,6 @@
 //! Fuzzed SubmitProofRequests: every field drawn from valid values, edge values and garbage
-//! (proof kinds, sector sizes, registered_proof numbers, priorities, empty and garbage payloads,
+//! (proof kinds, sector sizes, registered_proof numbers, priorities, partition indices and
+//! sector numbers over their whole range with the edges, empty and garbage payloads,
 //! real payloads of the wrong kind, short and long byte fields), converted the way the daemon
 //! does (`request::circuits`, then the priority), plus circuit ids and job ids. Every case is
 //! accepted or refused with INVALID_ARGUMENT and a message; never a panic, an allocation sized
@@ -73,6 +74,8 @@ enum PickList {
     Snap,
     Garbage,
     ManyEmpty,
+    /// One past the most entries any request may carry (a full WindowPoSt partition).
+    OverTheBound,
 }
 
 /// A request, as choices to be filled from the payloads.
@@ -85,6 +88,7 @@ struct Shape {
     priority: i32,
     vanilla_proof: Pick,
     vanilla_proofs: PickList,
+    sector_number: u64,
     miner_id: u64,
     randomness: (usize, bool),
     partition_index: u32,
@@ -117,15 +121,47 @@ fn shape() -> impl Strategy<Value = Shape> {
         Just(PickList::Snap),
         Just(PickList::Garbage),
         Just(PickList::ManyEmpty),
+        Just(PickList::OverTheBound),
     ];
+    // Every numeric field over its whole range, with its edges and the bounds the daemon
+    // checks (partition_index: a deadline's 3,000 partitions).
+    let deadline = zkforge_filecoin::MAX_PARTITIONS_PER_DEADLINE as u32;
+    let partition_index = prop_oneof![
+        0u32..4,
+        Just(1),
+        Just(deadline - 1),
+        Just(deadline),
+        Just(deadline + 1),
+        Just(u32::MAX),
+        any::<u32>(),
+    ];
+    let registered = prop_oneof![
+        3 => Just(0u64),
+        2 => 0u64..21,
+        1 => Just(u64::MAX),
+        1 => any::<u64>(),
+    ];
+    let u64_edges = || prop_oneof![Just(0u64), Just(1), Just(u64::MAX), any::<u64>()];
     // A byte field: its length (32 is right) and whether it holds the real value.
     let field = (
         prop_oneof![Just(32usize), Just(0), 0usize..70],
         any::<bool>(),
     );
     (
-        (".{0,20}", kind, size, any::<u64>(), -2i32..7),
-        (pick, list, any::<u64>(), field.clone(), any::<u32>()),
+        (
+            ".{0,20}",
+            kind,
+            size,
+            registered,
+            prop_oneof![-2i32..7, Just(i32::MIN), Just(i32::MAX)],
+        ),
+        (
+            pick,
+            list,
+            (u64_edges(), u64_edges()),
+            field.clone(),
+            partition_index,
+        ),
         (
             [field.clone(), field.clone(), field],
             prop::collection::vec(any::<u8>(), 0..300),
@@ -134,7 +170,13 @@ fn shape() -> impl Strategy<Value = Shape> {
         .prop_map(
             |(
                 (request_id, proof_kind, sector_size, registered_proof, priority),
-                (vanilla_proof, vanilla_proofs, miner_id, randomness, partition_index),
+                (
+                    vanilla_proof,
+                    vanilla_proofs,
+                    (sector_number, miner_id),
+                    randomness,
+                    partition_index,
+                ),
                 (comms, garbage),
             )| Shape {
                 request_id,
@@ -144,9 +186,10 @@ fn shape() -> impl Strategy<Value = Shape> {
                 priority,
                 vanilla_proof,
                 vanilla_proofs,
+                sector_number,
                 miner_id,
                 randomness,
-                partition_index: partition_index % 4,
+                partition_index,
                 comms,
                 garbage,
             },
@@ -183,8 +226,11 @@ fn build(s: &Shape, p: &Payloads) -> pb::SubmitProofRequest {
             PickList::Snap => p.snap.clone(),
             PickList::Garbage => vec![s.garbage.clone(); 3],
             PickList::ManyEmpty => vec![Vec::new(); 1000],
+            PickList::OverTheBound => {
+                vec![Vec::new(); zkforge_server::codec::max_vanilla_entries() + 1]
+            }
         },
-        sector_number: 0,
+        sector_number: s.sector_number,
         miner_id: s.miner_id,
         randomness: bytes_field(s.randomness, &p.randomness, g),
         partition_index: s.partition_index,
@@ -197,7 +243,7 @@ fn build(s: &Shape, p: &Payloads) -> pb::SubmitProofRequest {
 /// What the daemon does with a request before queueing it.
 #[allow(clippy::result_large_err)] // tonic's Status, as the daemon returns it
 fn convert(r: &pb::SubmitProofRequest) -> Result<(), tonic::Status> {
-    let circuits = request::circuits(r)?;
+    let circuits = request::circuits(r.clone())?;
     Priority::from_wire(r.priority, circuits.kind())
         .ok_or_else(|| tonic::Status::invalid_argument("priority"))?;
     Ok(())
@@ -380,8 +426,17 @@ async fn over_grpc() {
     fails_for_want_of_parameters(&mut c, job_id).await;
     println!("gRPC: 300 fuzzed requests, {accepted} queued, {refused} refused");
     assert!(refused > 0);
+    // A small RPC's message is at most 64 KiB: a longer job id is refused as it arrives.
+    let st = c
+        .await_proof(pb::AwaitProofRequest {
+            job_id: "x".repeat(100_000),
+            timeout_ms: 1,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(st.code(), Code::ResourceExhausted, "{}", st.message());
     // Errors quoting a long client string stay within what an HTTP/2 header carries.
-    let long = "x".repeat(100_000);
+    let long = "x".repeat(60_000);
     let st = c
         .await_proof(pb::AwaitProofRequest {
             job_id: long.clone(),

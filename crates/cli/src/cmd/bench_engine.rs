@@ -75,11 +75,7 @@ pub fn run(args: EngineArgs) -> Result<()> {
     let ids = (0..args.jobs)
         .map(|_| {
             let job = SyntheticJob::new(circuit.clone(), args.partitions, ProofKind::PoRep);
-            engine.submit(JobRequest {
-                request_id: None,
-                circuits: Arc::new(job),
-                priority: None,
-            })
+            Ok(engine.submit(JobRequest::new(Arc::new(job)))?)
         })
         .collect::<Result<Vec<_>>>()?;
     for id in ids {

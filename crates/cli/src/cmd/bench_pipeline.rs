@@ -250,13 +250,7 @@ fn run_once(
 /// Submits `jobs` jobs at once, waits for all; returns the last job id.
 fn submit_and_wait(engine: &Engine, make_job: &JobMaker, jobs: usize) -> Result<u64> {
     let ids = (0..jobs)
-        .map(|_| {
-            engine.submit(JobRequest {
-                request_id: None,
-                circuits: make_job(),
-                priority: None,
-            })
-        })
+        .map(|_| Ok(engine.submit(JobRequest::new(make_job()))?))
         .collect::<Result<Vec<_>>>()?;
     for &id in &ids {
         let r = engine.wait(id, None)?.context("no result")?;

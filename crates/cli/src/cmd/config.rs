@@ -9,7 +9,7 @@ use zkforge_cuda::CudaOptions;
 use zkforge_engine::{parse_bytes, EngineConfig};
 use zkforge_filecoin::{registry, ParamsId};
 use zkforge_server::access::read_token_file;
-use zkforge_server::{parse_circuit_id, Access, TlsFiles};
+use zkforge_server::{parse_circuit_id, Access, Limits, TlsFiles};
 
 /// The `[daemon]` table.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -132,6 +132,7 @@ impl GpuSection {
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     pub daemon: DaemonSection,
+    pub limits: Limits,
     pub engine: EngineConfig,
     pub gpu: GpuSection,
 }
@@ -154,6 +155,7 @@ impl Config {
     /// Every check the daemon makes of its settings before starting, each error named.
     pub fn check(&self) -> Result<()> {
         self.engine.validate()?;
+        self.limits.check()?;
         self.gpu.options()?;
         let d = &self.daemon;
         let listen: zkforge_server::Listen = d.listen.parse().context("daemon.listen")?;

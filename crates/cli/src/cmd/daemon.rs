@@ -101,6 +101,7 @@ pub fn run(args: DaemonArgs) -> Result<()> {
         tracing::info!("config: {line}");
     }
     let listen: Listen = config.daemon.listen.parse()?;
+    let limits = config.limits.check()?;
     // Checked before anything heavy starts: a refused address fails at once.
     let access = config.daemon.access()?;
     access.check(&listen).context("daemon.listen")?;
@@ -134,9 +135,15 @@ pub fn run(args: DaemonArgs) -> Result<()> {
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         let http_task = http.map(|addr| {
             let mut rx = stop_rx.clone();
-            tokio::spawn(serve_http(engine.clone(), addr, |_| {}, async move {
-                let _ = rx.changed().await;
-            }))
+            tokio::spawn(serve_http(
+                engine.clone(),
+                addr,
+                limits.clone(),
+                |_| {},
+                async move {
+                    let _ = rx.changed().await;
+                },
+            ))
         });
         let deadline = std::time::Duration::from_secs(config.daemon.shutdown_deadline_secs);
         let on_stop = engine.clone();
@@ -153,7 +160,7 @@ pub fn run(args: DaemonArgs) -> Result<()> {
                 );
             });
         };
-        let result = serve_with(engine, listen, &access, |_| {}, shutdown).await;
+        let result = serve_with(engine, listen, &access, &limits, |_| {}, shutdown).await;
         let _ = stop_tx.send(true);
         if let Some(t) = http_task {
             t.await.context("the HTTP task")??;

@@ -186,11 +186,7 @@ pub fn prove(
     )?;
     let partitions = circuits.partitions();
     let bar = ProveBar::new(&circuits.params_id().circuit_id(), partitions);
-    let id = engine.submit(JobRequest {
-        request_id: None,
-        circuits: Arc::from(circuits),
-        priority: None,
-    })?;
+    let id = engine.submit(JobRequest::new(Arc::from(circuits)))?;
     let result = loop {
         if let Some(r) = engine.wait(id, Some(Duration::from_millis(250)))? {
             break r;

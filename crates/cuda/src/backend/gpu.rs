@@ -363,6 +363,14 @@ impl Gpu {
         Ok(q)
     }
 
+    /// Whether `key`'s bases are resident in this GPU's memory (at any input split).
+    pub fn holds_key(&self, key: KeyRef<'_>) -> bool {
+        let id = KeyId::of(key, 0, 0);
+        lock(&self.keys)
+            .iter()
+            .any(|k| k.id.origin == id.origin && matches!(k.placement, Placement::Resident(_)))
+    }
+
     /// "vram: 1 key (6.10 GiB)", "streamed: 1 key", or "no key".
     pub fn residency_summary(&self) -> String {
         let keys = lock(&self.keys);

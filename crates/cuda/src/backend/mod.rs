@@ -132,6 +132,10 @@ impl ProverBackend for CudaBackend {
             .all(|g| g.would_keep_resident(bytes, partition))
     }
 
+    fn key_on_device(&self, key: KeyRef<'_>) -> bool {
+        self.gpus.iter().any(|g| g.holds_key(key))
+    }
+
     fn query_sums_on(
         &self,
         device: usize,

@@ -62,12 +62,7 @@ pub fn engine(
 }
 
 pub fn submit(e: &Engine, j: SyntheticJob) -> u64 {
-    e.submit(JobRequest {
-        request_id: None,
-        circuits: Arc::new(j),
-        priority: None,
-    })
-    .unwrap()
+    e.submit(JobRequest::new(Arc::new(j))).unwrap()
 }
 
 /// Every partition's 192-byte proof verifies against the job's public inputs.

@@ -112,6 +112,13 @@ pub trait ProverBackend: Send + Sync {
         false
     }
 
+    /// True when `key`'s points sit in device memory now (the status's HOT tier); false when
+    /// a proof reads them from host memory or the key's file.
+    fn key_on_device(&self, key: KeyRef<'_>) -> bool {
+        let _ = key;
+        false
+    }
+
     /// Computes the query sums on device `device` (an index into `devices()`), filling
     /// `report`; the key has already been checked to fit the witness.
     fn query_sums_on(

@@ -1,0 +1,155 @@
+//! What one client can hold of the daemon: connections, bytes in transit, time, parsing
+//! threads. The `[limits]` table of the daemon's configuration; every knob has a documented
+//! default (zkforge.example.toml) and is printed at start.
+
+use std::time::Duration;
+
+use anyhow::{ensure, Context, Result};
+use serde::{Deserialize, Serialize};
+use zkforge_engine::{auto_count, parse_bytes};
+
+/// Largest SubmitProof (or Prove) message: a full 64 GiB WindowPoSt partition (2,300 sector
+/// proofs) or a 32 GiB PoRep C1 output, with room to spare. docs/reliability.md lists the
+/// measured sizes.
+pub const DEFAULT_MAX_REQUEST_BYTES: u64 = 256 << 20;
+
+/// Largest message of every other RPC: ids and circuit names only.
+pub const SMALL_REQUEST_BYTES: u64 = 64 << 10;
+
+/// The `[limits]` table.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Limits {
+    /// Open connections at most, over both listeners (gRPC and HTTP count separately); one
+    /// more is accepted and closed at once.
+    pub max_connections: usize,
+    /// Open connections from one client (IP address; every unix-socket peer is one client).
+    pub max_connections_per_client: usize,
+    /// A connection with no request in flight for this long is closed (clients reconnect
+    /// transparently); it also bounds a connection that never completes its first request.
+    pub idle_timeout_secs: u64,
+    /// A request whose body stops arriving for this long is refused and its bytes freed.
+    pub body_timeout_secs: u64,
+    /// Largest SubmitProof/Prove message, e.g. "256MiB"; the other RPCs take at most 64 KiB.
+    pub max_request_bytes: String,
+    /// Request bytes being received at once over all connections, e.g. "1GiB"; a request
+    /// that would pass it is refused with RESOURCE_EXHAUSTED.
+    pub max_receiving_bytes: String,
+    /// Requests parsed and checked at once (C1 JSON, vanilla proofs), off the threads that
+    /// answer status calls: a number, or "auto" (0 here): a quarter of the cores, at least 1.
+    #[serde(with = "auto_count")]
+    pub parse_workers: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_connections: 1024,
+            max_connections_per_client: 128,
+            idle_timeout_secs: 120,
+            body_timeout_secs: 30,
+            max_request_bytes: "256MiB".into(),
+            max_receiving_bytes: "1GiB".into(),
+            parse_workers: 0,
+        }
+    }
+}
+
+/// The limits, checked and in their working units.
+#[derive(Clone, Debug)]
+pub struct Checked {
+    pub max_connections: usize,
+    pub max_connections_per_client: usize,
+    pub idle_timeout: Duration,
+    pub body_timeout: Duration,
+    pub max_request_bytes: u64,
+    pub max_receiving_bytes: u64,
+    pub parse_workers: usize,
+}
+
+impl Limits {
+    /// Checks every knob, naming the bad one.
+    pub fn check(&self) -> Result<Checked> {
+        ensure!(
+            self.max_connections > 0,
+            "limits.max_connections must be at least 1"
+        );
+        ensure!(
+            (1..=self.max_connections).contains(&self.max_connections_per_client),
+            "limits.max_connections_per_client must lie in 1..=max_connections"
+        );
+        ensure!(
+            self.idle_timeout_secs > 0 && self.body_timeout_secs > 0,
+            "limits.idle_timeout_secs and limits.body_timeout_secs must be at least 1"
+        );
+        let max_request_bytes =
+            parse_bytes(&self.max_request_bytes).context("limits.max_request_bytes")?;
+        let max_receiving_bytes =
+            parse_bytes(&self.max_receiving_bytes).context("limits.max_receiving_bytes")?;
+        ensure!(
+            max_request_bytes >= SMALL_REQUEST_BYTES,
+            "limits.max_request_bytes must be at least 64KiB"
+        );
+        ensure!(
+            max_receiving_bytes >= max_request_bytes,
+            "limits.max_receiving_bytes must be at least limits.max_request_bytes"
+        );
+        // tonic takes the message limit as a usize and a u32 frame length bounds it anyway.
+        ensure!(
+            max_request_bytes <= u32::MAX as u64,
+            "limits.max_request_bytes must be below 4GiB"
+        );
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        Ok(Checked {
+            max_connections: self.max_connections,
+            max_connections_per_client: self.max_connections_per_client,
+            idle_timeout: Duration::from_secs(self.idle_timeout_secs),
+            body_timeout: Duration::from_secs(self.body_timeout_secs),
+            max_request_bytes,
+            max_receiving_bytes,
+            parse_workers: match self.parse_workers {
+                0 => (cores / 4).max(1),
+                n => n,
+            },
+        })
+    }
+
+    /// One `key = value` line per knob, for the start-up log.
+    pub fn describe(&self) -> Vec<String> {
+        let v = serde_json::to_value(self).expect("limits serialize");
+        let map = v.as_object().expect("limits are an object");
+        map.iter().map(|(k, v)| format!("{k} = {v}")).collect()
+    }
+}
+
+impl Default for Checked {
+    fn default() -> Self {
+        Limits::default().check().expect("the defaults are valid")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_check_and_bad_values_are_named() {
+        let c = Limits::default().check().unwrap();
+        assert_eq!(c.max_request_bytes, DEFAULT_MAX_REQUEST_BYTES);
+        assert!(c.parse_workers >= 1);
+        let bad = Limits {
+            max_connections_per_client: 0,
+            ..Default::default()
+        };
+        assert!(format!("{:#}", bad.check().unwrap_err()).contains("max_connections_per_client"));
+        let bad = Limits {
+            max_receiving_bytes: "1MiB".into(),
+            ..Default::default()
+        };
+        assert!(format!("{:#}", bad.check().unwrap_err()).contains("max_receiving_bytes"));
+        assert!(Limits::default()
+            .describe()
+            .iter()
+            .any(|l| l == "parse_workers = \"auto\""));
+    }
+}
