@@ -29,7 +29,7 @@ fi
 rc=0
 if [ "$what" = check ] || [ "$what" = all ]; then
   if [ -n "${test_bin:-}" ] && [ -x "$test_bin" ]; then
-    timeout 300 "$test_bin" --nocapture 2>&1 | tee "$out/test.log" | tail -n 5 || rc=1
+    timeout 300 "$test_bin" --include-ignored --nocapture 2>&1 | tee "$out/test.log" | tail -n 5 || rc=1
   fi
   timeout 420 "$bench" check "$out" 2>&1 | tee "$out/check.log" | grep -vE '^PASS' || true
   grep -q 'CHECKS: .* 0 failed' "$out/check.log" || rc=1
