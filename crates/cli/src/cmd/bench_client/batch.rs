@@ -55,7 +55,9 @@ pub struct ProofRecord {
     pub queue_ms: u64,
     pub srs_load_ms: u64,
     pub synthesis_ms: u64,
-    pub prove_ms: u64,
+    /// The daemon's GPU time for the proof (gpu_compute_ms: device-timed phases summed over
+    /// partitions); 0 when it proved on the CPU.
+    pub gpu_ms: u64,
     pub total_ms: u64,
     pub proof_bytes: usize,
     pub saved_to: Option<PathBuf>,
@@ -104,8 +106,9 @@ pub struct BatchReport {
     pub failed: usize,
     /// Daemon total_ms of the completed proofs, in seconds.
     pub total_s: Option<Spread>,
-    /// Daemon prove time (gpu_compute_ms) of the completed proofs, in seconds.
-    pub prove_s: Option<Spread>,
+    /// Daemon GPU time (gpu_compute_ms) of the completed proofs that report one, in seconds;
+    /// `None` from a CPU daemon.
+    pub gpu_s: Option<Spread>,
     pub proofs_per_min: f64,
     /// Wall time per completed proof.
     pub s_per_proof: Option<f64>,
@@ -146,7 +149,7 @@ async fn prove_one(
         queue_ms: 0,
         srs_load_ms: 0,
         synthesis_ms: 0,
-        prove_ms: 0,
+        gpu_ms: 0,
         total_ms: 0,
         proof_bytes: 0,
         saved_to: None,
@@ -206,7 +209,7 @@ fn record_result(r: &mut ProofRecord, a: pb::AwaitProofResponse) {
     r.queue_ms = a.queue_wait_ms;
     r.srs_load_ms = a.srs_load_ms;
     r.synthesis_ms = a.synthesis_ms;
-    r.prove_ms = a.gpu_compute_ms;
+    r.gpu_ms = a.gpu_compute_ms;
     r.total_ms = a.total_ms;
     r.proof_bytes = a.proof.len();
     r.proof = a.proof;
@@ -349,7 +352,12 @@ fn summarize(
         completed: ok.len(),
         failed: records.len() - ok.len(),
         total_s: Spread::of(&secs(|r| r.total_ms)),
-        prove_s: Spread::of(&secs(|r| r.prove_ms)),
+        gpu_s: Spread::of(
+            &secs(|r| r.gpu_ms)
+                .into_iter()
+                .filter(|&s| s > 0.0)
+                .collect::<Vec<_>>(),
+        ),
         proofs_per_min: if wall_s > 0.0 {
             ok.len() as f64 * 60.0 / wall_s
         } else {

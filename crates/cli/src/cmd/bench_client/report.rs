@@ -13,7 +13,7 @@ fn s(ms: u64) -> String {
     format!("{:.2}", ms as f64 / 1e3)
 }
 
-/// `[i/N] STATUS total T s (queue, synth, prove)`, or the error of a failed proof.
+/// `[i/N] STATUS total T s (queue, synth, gpu)`, or the error of a failed proof.
 pub fn proof_line(done: usize, count: usize, r: &ProofRecord) -> String {
     let head = format!("[{done}/{count}] {:<9}", r.status);
     if !r.completed() {
@@ -31,11 +31,11 @@ pub fn proof_line(done: usize, count: usize, r: &ProofRecord) -> String {
         String::new()
     };
     format!(
-        "{head} total {} s (queue {}{load}, synth {}, prove {}) job {}",
+        "{head} total {} s (queue {}{load}, synth {}, gpu {}) job {}",
         s(r.total_ms),
         s(r.queue_ms),
         s(r.synthesis_ms),
-        s(r.prove_ms),
+        s(r.gpu_ms),
         r.job_id
     )
 }
@@ -56,7 +56,7 @@ pub fn summary(r: &BatchReport) -> String {
         r.completed, r.count, r.failed
     );
     let _ = writeln!(out, "total (s)    {}", spread(r.total_s));
-    let _ = writeln!(out, "prove (s)    {}", spread(r.prove_s));
+    let _ = writeln!(out, "gpu (s)      {}", spread(r.gpu_s));
     let _ = writeln!(
         out,
         "throughput   {:.2} proofs/min, {} s/proof",
@@ -85,7 +85,7 @@ pub fn single(r: &ProofRecord) -> String {
         ("queue", r.queue_ms),
         ("srs load", r.srs_load_ms),
         ("synthesis", r.synthesis_ms),
-        ("prove", r.prove_ms),
+        ("gpu", r.gpu_ms),
     ] {
         let _ = writeln!(out, "{name:<12} {} s", s(ms));
     }
@@ -122,7 +122,7 @@ pub struct SweepRow {
     pub report: BatchReport,
 }
 
-/// config × point → wall, completed, throughput, s/proof, avg prove.
+/// config × point → wall, completed, throughput, s/proof, avg GPU time.
 pub fn sweep_table(rows: &[SweepRow]) -> String {
     let config_w = rows
         .iter()
@@ -132,7 +132,7 @@ pub fn sweep_table(rows: &[SweepRow]) -> String {
         .unwrap_or(6);
     let mut out = format!(
         "{:<config_w$}  {:>7}  {:>9}  {:>9}  {:>10}  {:>8}  {:>14}\n",
-        "config", "point", "wall (s)", "done", "proofs/min", "s/proof", "avg prove (s)"
+        "config", "point", "wall (s)", "done", "proofs/min", "s/proof", "avg gpu (s)"
     );
     for r in rows {
         let b = &r.report;
@@ -145,7 +145,7 @@ pub fn sweep_table(rows: &[SweepRow]) -> String {
             format!("{}/{}", b.completed, b.count),
             b.proofs_per_min,
             b.s_per_proof.map_or("-".into(), |v| format!("{v:.2}")),
-            b.prove_s.map_or("-".into(), |p| format!("{:.2}", p.avg)),
+            b.gpu_s.map_or("-".into(), |p| format!("{:.2}", p.avg)),
         );
     }
     out
