@@ -19,9 +19,12 @@ use serde::de::{MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_core::proof::ProofScheme;
-use storage_proofs_porep::stacked::{self, StackedCircuit, StackedCompound, StackedDrg};
+use storage_proofs_porep::stacked::{
+    self, Challenges, StackedCircuit, StackedCompound, StackedDrg,
+};
+use zkforge_groth16::r1cs::record_repeated;
 use zkforge_groth16::synthesis::pool;
-use zkforge_groth16::{Assignment, ConstraintMatrices, MatrixRecorder, ScalarPool, Witness};
+use zkforge_groth16::{Assignment, ConstraintMatrices, ScalarPool, Witness};
 
 use crate::native::{self, ChallengeSource, CircuitShape, PartitionValues, PoRepLayout};
 use crate::params::params_id;
@@ -274,11 +277,24 @@ fn matrices_for_tree<Tree: 'static + MerkleTreeTrait>(
     blank_matrices::<Tree>(&public_params::<Tree>(config)?)
 }
 
+/// The blank circuit is a prefix and identical challenges: recorded from one challenge
+/// ([`record_repeated`]; 95–109 s through the gadgets at 32 GiB).
 fn blank_matrices<Tree: 'static + MerkleTreeTrait>(
     pp: &stacked::PublicParams<Tree>,
 ) -> Result<ConstraintMatrices> {
-    let circuit = <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::blank_circuit(pp);
-    Ok(MatrixRecorder::record(circuit)?)
+    let with_challenges = |k| {
+        let mut fewer = pp.clone();
+        fewer.challenges = match &pp.challenges {
+            Challenges::Interactive(_) => Challenges::new_interactive(k),
+            Challenges::Synth(_) => Challenges::new_synthetic(k),
+            Challenges::Ni(_) => Challenges::new_non_interactive(k),
+        };
+        <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::blank_circuit(&fewer)
+    };
+    Ok(record_repeated(
+        with_challenges,
+        pp.challenges.num_challenges_per_partition(),
+    )?)
 }
 
 type PublicInputs<Tree> = stacked::PublicInputs<

@@ -21,8 +21,9 @@ use storage_proofs_core::util::NODE_SIZE;
 use storage_proofs_post::fallback::{
     self, FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound, PublicSector, SectorProof,
 };
+use zkforge_groth16::r1cs::record_repeated;
 use zkforge_groth16::synthesis::pool;
-use zkforge_groth16::{Assignment, ConstraintMatrices, MatrixRecorder, Witness};
+use zkforge_groth16::{Assignment, ConstraintMatrices, Witness};
 
 use crate::limits::MAX_PARTITIONS_PER_DEADLINE;
 use crate::native;
@@ -129,14 +130,18 @@ fn matrices_for_tree<Tree: 'static + MerkleTreeTrait>(
     blank_matrices::<Tree>(&public_params::<Tree>(config)?)
 }
 
+/// The blank circuit is identical sectors (2,349 for a 32 GiB WindowPoSt partition): recorded
+/// from one ([`record_repeated`]) instead of through the gadgets of every sector (minutes).
 fn blank_matrices<Tree: 'static + MerkleTreeTrait>(
     pp: &fallback::PublicParams,
 ) -> Result<ConstraintMatrices> {
-    let circuit = <Compound<Tree> as CompoundProof<
-        FallbackPoSt<'_, Tree>,
-        FallbackPoStCircuit<Tree>,
-    >>::blank_circuit(pp);
-    Ok(MatrixRecorder::record(circuit)?)
+    let with_sectors = |k| FallbackPoStCircuit::<Tree> {
+        prover_id: None,
+        sectors: (0..k)
+            .map(|_| fallback::Sector::blank_circuit(pp))
+            .collect(),
+    };
+    Ok(record_repeated(with_sectors, pp.sector_count)?)
 }
 
 /// One partition of a PoSt request, parsed and checked.

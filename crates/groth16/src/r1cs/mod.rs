@@ -15,8 +15,10 @@
 mod evaluate;
 mod file;
 mod record;
+mod repeat;
 
 pub use record::MatrixRecorder;
+pub use repeat::record_repeated;
 
 use blstrs::Scalar;
 

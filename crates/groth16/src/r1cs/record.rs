@@ -15,7 +15,7 @@ use crate::synthesis::Density;
 use crate::{Error, Result};
 
 /// Marks an aux column while recording (its final column depends on the final input count).
-const AUX_TAG: u32 = 1 << 31;
+pub(super) const AUX_TAG: u32 = 1 << 31;
 
 /// Hashes a coefficient's limbs with one multiply per limb: coefficients are looked up once per
 /// matrix entry (hundreds of millions for a large circuit), where SipHash would dominate.
@@ -83,10 +83,28 @@ impl MatrixRecorder {
     /// Records `circuit` the way the prover synthesizes it: ONE as input 0, the circuit, then
     /// the per-input rows.
     pub fn record<C: Circuit<Scalar>>(circuit: C) -> Result<ConstraintMatrices> {
+        Self::recording(circuit)?.finish()
+    }
+
+    /// `circuit` recorded but not finished: aux columns still tagged, no per-input rows.
+    pub(super) fn recording<C: Circuit<Scalar>>(circuit: C) -> Result<Self> {
         let mut r = Self::default();
         r.alloc_input(|| "one", || Ok(Scalar::ONE))?;
         circuit.synthesize(&mut r)?;
-        r.finish()
+        Ok(r)
+    }
+
+    /// The matrices recorded so far (unfinished).
+    pub(super) fn matrices(&self) -> &ConstraintMatrices {
+        &self.m
+    }
+
+    /// This recording with its matrices replaced by `m`, which must use the same coefficient
+    /// table (so that `finish` can add rows to it).
+    pub(super) fn with_matrices(mut self, m: ConstraintMatrices) -> Self {
+        debug_assert!(m.coefficients == self.m.coefficients);
+        self.m = m;
+        self
     }
 
     /// Adds one `x_i · 0 = 0` row per public input (A is then never zero at an input, which

@@ -132,3 +132,67 @@ fn a_wrong_assignment_is_refused() {
         .unwrap_err();
     assert!(err.to_string().contains("aux variables"), "{err}");
 }
+
+/// A prefix (inputs and aux) then `parts` parts that each allocate inputs and aux, use the
+/// prefix's variables (marking their densities) and a coefficient of their own; `varying`
+/// makes part `k`'s coefficient depend on `k`, so the parts are not identical.
+struct PrefixAndParts {
+    parts: usize,
+    varying: bool,
+}
+
+impl Circuit<Scalar> for PrefixAndParts {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        let p_in = cs.alloc_input(|| "p in", || Ok(Scalar::from(3u64)))?;
+        let p_aux = cs.alloc(|| "p aux", || Ok(Scalar::from(5u64)))?;
+        cs.enforce(|| "p", |lc| lc + p_in, |lc| lc + CS::one(), |lc| lc + p_aux);
+        for k in 0..self.parts {
+            let x = cs.alloc(|| "x", || Ok(Scalar::from(2u64)))?;
+            let input = cs.alloc_input(|| "part in", || Ok(Scalar::from(4u64)))?;
+            let y = cs.alloc(|| "y", || Ok(Scalar::from(8u64)))?;
+            let own = Scalar::from(if self.varying { 1000 + k as u64 } else { 77 });
+            cs.enforce(
+                || "xy",
+                |lc| lc + x + (own, p_aux),
+                |lc| lc + p_in,
+                |lc| lc + y,
+            );
+            cs.enforce(
+                || "in",
+                |lc| lc + input,
+                |lc| lc + (own, x) - y,
+                |lc| lc + p_aux,
+            );
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn a_circuit_of_identical_parts_is_recorded_from_one_part() {
+    for parts in [0, 1, 2, 3, 5, 17] {
+        let whole = MatrixRecorder::record(PrefixAndParts {
+            parts,
+            varying: false,
+        })
+        .unwrap();
+        let repeated = super::record_repeated(
+            |k| PrefixAndParts {
+                parts: k,
+                varying: false,
+            },
+            parts,
+        )
+        .unwrap();
+        assert_eq!(repeated, whole, "{parts} parts");
+    }
+    // Parts that differ are noticed (the 2-part check) and recorded whole: still equal.
+    let varying = |k| PrefixAndParts {
+        parts: k,
+        varying: true,
+    };
+    assert_eq!(
+        super::record_repeated(varying, 9).unwrap(),
+        MatrixRecorder::record(varying(9)).unwrap()
+    );
+}
