@@ -1,5 +1,9 @@
 //! SnapDeals (empty sector update): one EmptySectorUpdate circuit per partition proof.
 //!
+//! The product path (`assign`) takes the native assignment ([`crate::native::snap_assignment`]);
+//! [`snap_assignments`] keeps the gadgets (the witness-only constraint system) beside it, for
+//! comparisons and benchmarks.
+//!
 //! The partition count is checked before any proof is decoded, and every partition proof is
 //! checked with storage-proofs-update's vanilla verifier at submission: the bincode types of
 //! small sector sizes are alike, so a 2 KiB proof decodes as an 8 MiB one and would otherwise be
@@ -25,8 +29,10 @@ use storage_proofs_update::{
     EmptySectorUpdate, EmptySectorUpdateCircuit, EmptySectorUpdateCompound, PartitionProof,
     PublicInputs, PublicParams,
 };
-use zkforge_groth16::{ConstraintMatrices, MatrixRecorder, Witness};
+use zkforge_groth16::synthesis::pool;
+use zkforge_groth16::{Assignment, ConstraintMatrices, MatrixRecorder, Witness};
 
+use crate::native::{self, SnapChallenge, SnapLayout, SnapPartition};
 use crate::params::params_id;
 use crate::shape::{format_sector_size, with_tree};
 use crate::untrusted::refusing_panics;
@@ -47,6 +53,35 @@ pub fn snap_circuits(req: SnapRequest) -> Result<Box<dyn PartitionedCircuit>> {
     let size = u64::from(req.registered_proof.sector_size());
     refusing_panics("the SnapDeals vanilla proofs", || {
         with_tree!(size, snap_for_tree, req)
+    })
+}
+
+/// A SnapDeals request's two ways to a partition's assignment, side by side: the native one
+/// the product path takes, and the circuit run through the witness-only constraint system.
+pub trait SnapAssignments: Send + Sync {
+    fn partitions(&self) -> usize;
+    /// Partition `k`'s circuit inputs as plain values, what `native` starts from.
+    fn values(&self, k: usize) -> Result<SnapPartition>;
+    /// Native, from `values` (those of [`values`](Self::values), or altered ones: tests show
+    /// with them that a single wrong value is caught): the apex tree's rows and the
+    /// challenges spread over up to `threads` threads.
+    fn native_of(&self, values: &SnapPartition, threads: usize) -> Result<Assignment>;
+    /// Native, partition `k`.
+    fn native(&self, k: usize, threads: usize) -> Result<Assignment> {
+        self.native_of(&self.values(k)?, threads)
+            .with_context(|| format!("native assignment of partition {k}"))
+    }
+    /// The gadgets, in a buffer sized like `native`'s output.
+    fn witness_only(&self, k: usize, like: &Assignment) -> Result<Assignment>;
+    /// How many values partition `k` allocates, part by part.
+    fn layout(&self, k: usize) -> Result<SnapLayout>;
+}
+
+/// [`SnapAssignments`] of a request, for any sector size (checked as `snap_circuits` does).
+pub fn snap_assignments(req: SnapRequest) -> Result<Box<dyn SnapAssignments>> {
+    let size = u64::from(req.registered_proof.sector_size());
+    refusing_panics("the SnapDeals vanilla proofs", || {
+        with_tree!(size, assignments_for_tree, req)
     })
 }
 
@@ -102,6 +137,18 @@ struct SnapCircuits<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> {
 fn snap_for_tree<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     req: SnapRequest,
 ) -> Result<Box<dyn PartitionedCircuit>> {
+    Ok(Box::new(parse_request::<Tree>(req)?))
+}
+
+fn assignments_for_tree<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    req: SnapRequest,
+) -> Result<Box<dyn SnapAssignments>> {
+    Ok(Box::new(parse_request::<Tree>(req)?))
+}
+
+fn parse_request<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
+    req: SnapRequest,
+) -> Result<SnapCircuits<Tree>> {
     let config = req.registered_proof.as_v1_config();
     let update = SectorUpdateConfig::from_porep_config(&config);
     let expected = usize::from(update.update_partitions);
@@ -136,12 +183,12 @@ fn snap_for_tree<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
         .enumerate()
         .try_for_each(|(k, p)| check_partition(&public_params, &public_inputs, k, p))
         .with_context(|| format!("the vanilla proofs are refused as {proof_type:?}"))?;
-    Ok(Box::new(SnapCircuits::<Tree> {
+    Ok(SnapCircuits::<Tree> {
         params_id: params_id_for_tree::<Tree>(&config)?,
         public_params,
         public_inputs,
         partitions,
-    }))
+    })
 }
 
 /// Partition proof `k`'s shape for this sector size (named when it is another size's), then
@@ -212,6 +259,76 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SnapCircuits<Tree> {
         )
         .with_context(|| format!("building the circuit of partition {k}"))
     }
+
+    /// Partition `k`'s circuit inputs as plain values, read as `PrivateInputs::new` and
+    /// `circuit::PublicInputs::new` read them (the tree R roots from the first challenge).
+    fn partition_values(&self, k: usize) -> Result<SnapPartition> {
+        let proof = self
+            .partitions
+            .get(k)
+            .with_context(|| format!("partition {k} of {}", self.partitions.len()))?;
+        let first = proof
+            .challenge_proofs
+            .first()
+            .with_context(|| format!("partition proof {k} has no challenge proofs"))?;
+        let inputs = &self.public_inputs;
+        Ok(SnapPartition {
+            k,
+            h: inputs.h,
+            comm_r_old: inputs.comm_r_old.into(),
+            comm_d_new: inputs.comm_d_new.into(),
+            comm_r_new: inputs.comm_r_new.into(),
+            comm_c: proof.comm_c.into(),
+            root_r_old: first.proof_r_old.root().into(),
+            root_r_new: first.proof_r_new.root().into(),
+            apex_leafs: proof.apex_leafs.iter().map(|&l| l.into()).collect(),
+            challenges: proof
+                .challenge_proofs
+                .iter()
+                .map(|c| SnapChallenge {
+                    leaf_r_old: c.proof_r_old.leaf().into(),
+                    path_r_old: siblings(&c.proof_r_old),
+                    leaf_d_new: c.proof_d_new.leaf().into(),
+                    path_d_new: siblings(&c.proof_d_new),
+                    leaf_r_new: c.proof_r_new.leaf().into(),
+                    path_r_new: siblings(&c.proof_r_new),
+                })
+                .collect(),
+        })
+    }
+}
+
+/// A Merkle proof's siblings, level by level (the circuit ignores the proof's positions).
+fn siblings<P: MerkleProofTrait>(proof: &P) -> Vec<Vec<Scalar>> {
+    proof
+        .path()
+        .into_iter()
+        .map(|(level, _)| level.into_iter().map(Into::into).collect())
+        .collect()
+}
+
+impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SnapAssignments for SnapCircuits<Tree> {
+    fn partitions(&self) -> usize {
+        self.partitions.len()
+    }
+
+    fn values(&self, k: usize) -> Result<SnapPartition> {
+        self.partition_values(k)
+    }
+
+    fn native_of(&self, values: &SnapPartition, threads: usize) -> Result<Assignment> {
+        native::snap_assignment::<Tree>(&self.public_params, values, threads, pool::current_pool())
+    }
+
+    fn witness_only(&self, k: usize, like: &Assignment) -> Result<Assignment> {
+        let (inputs, aux) = (like.inputs.len(), like.aux.len());
+        Assignment::of_circuit(self.circuit(k)?, None, inputs, aux)
+            .with_context(|| format!("synthesizing partition {k}"))
+    }
+
+    fn layout(&self, k: usize) -> Result<SnapLayout> {
+        native::snap_layout::<Tree>(&self.public_params, &self.partition_values(k)?)
+    }
 }
 
 impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> PartitionedCircuit
@@ -238,9 +355,15 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> PartitionedCircuit
         blank_matrices::<Tree>(&self.public_params).map(Some)
     }
 
+    /// Native, a job's partitions sharing the synthesis pool's threads: the engine runs them
+    /// side by side (16 at 32 GiB, one per core on the GPU box), so each takes its share, and
+    /// a one-partition sector (2 KiB) takes them all.
     fn assign(&self, k: usize, matrices: Arc<ConstraintMatrices>) -> Result<Witness> {
-        zkforge_groth16::assign(self.circuit(k)?, matrices)
-            .with_context(|| format!("synthesizing partition {k}"))
+        let threads = rayon::current_num_threads().div_ceil(self.partitions.len().max(1));
+        Ok(Witness::from_assignment(
+            self.native(k, threads)?,
+            matrices,
+        )?)
     }
 
     fn public_inputs(&self, k: usize) -> Result<Vec<Scalar>> {

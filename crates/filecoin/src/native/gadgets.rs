@@ -11,7 +11,7 @@ use storage_proofs_core::merkle::{base_path_length, MerkleTreeTrait};
 use typenum::Unsigned;
 use zkforge_groth16::AssignmentWriter;
 
-use super::sha256::{digest_to_scalar, scalar_words, sha256};
+use super::sha256::{digest_to_scalar, scalar_words, sha256, Word};
 use super::vanilla::PathOptions;
 
 type Res<T> = Result<T, bellpepper_core::SynthesisError>;
@@ -61,7 +61,6 @@ pub fn comm_d_inclusion(
     );
     let mut cur = leaf;
     let mut index_bits = Vec::with_capacity(path.len());
-    let mut message = [super::sha256::Word::constant(0); 16];
     for (level, (siblings, index)) in path.iter().enumerate() {
         let (&[Some(sibling)], &Some(index)) = (siblings.as_slice(), index) else {
             anyhow::bail!("comm_d path level {level} is not one known sibling and a position");
@@ -69,19 +68,38 @@ pub fn comm_d_inclusion(
         let bit = index & 1 == 1;
         w.push_bit(bit)?;
         w.push(sibling)?;
-        let (left, right) = if bit { (sibling, cur) } else { (cur, sibling) };
-        w.push(left)?;
-        w.push(right)?;
-        push_bits_le(w, &left)?;
-        push_bits_le(w, &right)?;
-        message[..8].copy_from_slice(&scalar_words(&left));
-        message[8..].copy_from_slice(&scalar_words(&right));
-        cur = digest_to_scalar(&sha256(w, &message)?);
-        w.push(cur)?;
+        cur = sha256_level(w, cur, sibling, bit)?;
         index_bits.push(bit);
     }
     push_packed_input(w, &index_bits)?;
     Ok(())
+}
+
+/// `Sha256Function::hash2_circuit(a, b)` (also `hash_multi_leaf_circuit` of two nodes): both
+/// nodes' 255 bits, the SHA-256 of their 64 bytes, the packed digest. Returns the digest.
+pub fn sha256_hash2(w: &mut AssignmentWriter<'_>, a: Scalar, b: Scalar) -> Res<Scalar> {
+    push_bits_le(w, &a)?;
+    push_bits_le(w, &b)?;
+    let mut message = [Word::constant(0); 16];
+    message[..8].copy_from_slice(&scalar_words(&a));
+    message[8..].copy_from_slice(&scalar_words(&b));
+    let digest = digest_to_scalar(&sha256(w, &message)?);
+    w.push(digest)?;
+    Ok(digest)
+}
+
+/// One level of a PoR gadget in the binary SHA-256 tree D, the position bit and the sibling
+/// already allocated: `insert`'s two picks (left, right), then their hash.
+pub fn sha256_level(
+    w: &mut AssignmentWriter<'_>,
+    cur: Scalar,
+    sibling: Scalar,
+    bit: bool,
+) -> Res<Scalar> {
+    let (left, right) = if bit { (sibling, cur) } else { (cur, sibling) };
+    w.push(left)?;
+    w.push(right)?;
+    sha256_hash2(w, left, right)
 }
 
 /// `UInt64::alloc` of the challenge, then `pack_into_input`.

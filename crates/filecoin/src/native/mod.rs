@@ -12,7 +12,9 @@
 //! - `vanilla`: a challenge's inputs read from its vanilla proof;
 //! - `synthetic`: partitions of a real shape with made-up values, for benchmarks;
 //! - `post`: the FallbackPoSt circuit (WinningPoSt, WindowPoSt), sector by sector, from the
-//!   same Poseidon and PoR mirrors.
+//!   same Poseidon and PoR mirrors;
+//! - `snap`: the EmptySectorUpdate circuit (SnapDeals): the apex tree row by row, then the
+//!   challenges, from the same SHA-256, Poseidon and insertion mirrors.
 //!
 //! The challenges of a partition are independent and each allocates the same number of
 //! values (what is allocated depends on the circuit's shape, never on values), so after the
@@ -25,10 +27,13 @@ mod gadgets;
 mod poseidon;
 mod post;
 pub mod sha256;
+mod snap;
+mod snap_paths;
 mod synthetic;
 mod vanilla;
 
 pub use post::{post_assignment, SectorInputs};
+pub use snap::{snap_assignment, snap_layout, SnapChallenge, SnapLayout, SnapPartition, SnapShape};
 pub use synthetic::{synthetic_porep, SyntheticPoRep};
 
 use std::borrow::Cow;

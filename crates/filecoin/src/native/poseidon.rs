@@ -165,7 +165,7 @@ fn pick(w: &mut AssignmentWriter<'_>, cond: bool, a: Scalar, b: Scalar) -> Res<S
 
 /// `insertion::insert` for sizes 2 and 8 (the PoRep trees' arities): `x` inserted among
 /// `e` at the position given by `bits`, with the gadget's picks in its order.
-fn insert(
+pub(super) fn insert(
     w: &mut AssignmentWriter<'_>,
     x: Scalar,
     bits: &[bool],
