@@ -114,3 +114,56 @@ fn thirty_two_gib_recordings_equal_the_whole_ones() {
         || whole_post::<SectorShape32GiB>(RegisteredPoStProof::StackedDrgWindow32GiBV1_2),
     );
 }
+
+/// SHA-256 over everything a recording holds, to compare recordings made on two machines.
+fn digest(m: &ConstraintMatrices) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update((m.num_inputs as u64).to_le_bytes());
+    h.update((m.num_aux as u64).to_le_bytes());
+    for x in [&m.a, &m.b, &m.c] {
+        for s in &x.row_starts {
+            h.update(s.to_le_bytes());
+        }
+        for e in &x.entries {
+            h.update(e.column.to_le_bytes());
+            h.update(e.coeff.to_le_bytes());
+        }
+    }
+    for c in &m.coefficients {
+        h.update(c.to_bytes_le());
+    }
+    for d in [&m.a_aux_density, &m.b_input_density, &m.b_aux_density] {
+        for w in d.words() {
+            h.update(w.to_le_bytes());
+        }
+    }
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The 32 GiB recordings from one part, timed, with their digests (by hand, e.g. on the GPU box:
+/// `recording --ignored --exact thirty_two_gib_recordings_timed --nocapture`).
+#[test]
+#[ignore = "32 GiB: ~20 GB of matrices; run by hand with --ignored"]
+fn thirty_two_gib_recordings_timed() {
+    let timed = |name: &str, record: &dyn Fn() -> ConstraintMatrices| {
+        let t = Instant::now();
+        let m = record();
+        println!(
+            "{name}: {} constraints, {} non-zeros, recorded in {:.2} s, digest {}",
+            m.num_constraints(),
+            m.nonzeros(),
+            t.elapsed().as_secs_f64(),
+            digest(&m)
+        );
+    };
+    timed("PoRep 32 GiB", &|| {
+        porep::porep_matrices(RegisteredSealProof::StackedDrg32GiBV1_1).unwrap()
+    });
+    timed("WindowPoSt 32 GiB", &|| {
+        post::post_matrices(RegisteredPoStProof::StackedDrgWindow32GiBV1_2).unwrap()
+    });
+    timed("WinningPoSt 32 GiB", &|| {
+        post::post_matrices(RegisteredPoStProof::StackedDrgWinning32GiBV1).unwrap()
+    });
+}

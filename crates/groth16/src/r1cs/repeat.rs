@@ -29,6 +29,7 @@ pub fn record_repeated<C: Circuit<Scalar> + Send>(
     if parts < 3 {
         return MatrixRecorder::record(with_parts(parts));
     }
+    let t = std::time::Instant::now();
     let (r0, (r1, r2)) = rayon::join(
         || MatrixRecorder::recording(with_parts(0)),
         || {
@@ -39,6 +40,7 @@ pub fn record_repeated<C: Circuit<Scalar> + Send>(
         },
     );
     let (r0, r1, r2) = (r0?, r1?, r2?);
+    let recorded = t.elapsed();
     let repeated = Part::between(r0.matrices(), r1.matrices()).filter(|part| {
         part.repeat(r1.matrices(), 2)
             .is_ok_and(|two| &two == r2.matrices())
@@ -46,7 +48,16 @@ pub fn record_repeated<C: Circuit<Scalar> + Send>(
     match repeated {
         Some(part) => {
             let m = part.repeat(r1.matrices(), parts)?;
-            r1.with_matrices(m).finish()
+            let repeated = t.elapsed();
+            let m = r1.with_matrices(m).finish()?;
+            tracing::debug!(
+                parts,
+                recorded_s = recorded.as_secs_f64(),
+                repeated_s = (repeated - recorded).as_secs_f64(),
+                finished_s = (t.elapsed() - repeated).as_secs_f64(),
+                "recorded a circuit of identical parts from one"
+            );
+            Ok(m)
         }
         None => {
             tracing::warn!(
