@@ -10,6 +10,7 @@ mod base64_list;
 pub mod fixtures;
 pub mod limits;
 pub mod native;
+pub mod param_digest;
 pub mod params;
 pub mod porep;
 pub mod post;

@@ -8,7 +8,7 @@ use zkforge_groth16::generator::{
 };
 use zkforge_groth16::ProvingKey;
 
-use crate::{ParamsId, ProofKind};
+use crate::{param_digest, ParamsId, ProofKind};
 
 /// Where Filecoin keeps parameters when nothing else is said.
 pub const DEFAULT_DIR: &str = "/var/tmp/filecoin-proof-parameters";
@@ -57,7 +57,7 @@ pub fn ensure_test_params(
     progress: &dyn GenProgress,
 ) -> Result<ParamsId> {
     let id = crate::registry::params_id(kind, sector_size)?;
-    if is_complete(&id, dir) {
+    if is_complete(&id, dir) && param_digest::record_path(&id, dir).exists() {
         return Ok(id);
     }
     let _lock = ParamsLock::acquire(&id, dir)?;
@@ -65,6 +65,12 @@ pub fn ensure_test_params(
     if !is_complete(&id, dir) {
         tracing::info!(dir = %dir.display(), "generating {} test parameters", id.circuit_id());
         generate_locked(&id, kind, sector_size, dir, &CpuFixedBase, None, progress)?;
+    } else if !param_digest::record_path(&id, dir).exists()
+        && !param_digest::vk_is_published(&id, dir)
+    {
+        // Test parameters generated before generation kept a record of their digests: record
+        // them now (a set whose .vk is the published one is a download and gets none).
+        param_digest::write_record(&id, dir)?;
     }
     Ok(id)
 }
@@ -112,6 +118,8 @@ fn generate_locked(
 ) -> Result<Generated> {
     use rand_core::SeedableRng;
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    // A record of earlier files would vouch for files about to be replaced.
+    param_digest::remove_record(id, dir)?;
     let t = std::time::Instant::now();
     let m = crate::registry::matrices(kind, sector_size)?;
     let record_secs = t.elapsed().as_secs_f64();
@@ -139,11 +147,20 @@ fn generate_locked(
         &id.vk_path(dir),
         progress,
     )?;
+    let keys_secs = t.elapsed().as_secs_f64();
+    // The digests of what was written, so that `params verify` tells this test key from a
+    // damaged download of the published file of the same name (re-read from the page cache).
+    let t = std::time::Instant::now();
+    param_digest::write_record(id, dir)?;
+    tracing::info!(
+        secs = t.elapsed().as_secs_f64(),
+        "test key's digests recorded"
+    );
     Ok(Generated {
         constraints: m.num_constraints(),
         nonzeros: m.nonzeros(),
         record_secs,
-        keys_secs: t.elapsed().as_secs_f64(),
+        keys_secs,
         params_bytes: std::fs::metadata(&params_path)
             .map(|m| m.len())
             .unwrap_or(0),
@@ -208,9 +225,11 @@ pub fn write(id: &ParamsId, pk: &ProvingKey, dir: &Path, force: bool) -> Result<
 /// `.vk` and `.meta` first, `.params` last (see [`is_complete`]); the caller holds the lock.
 fn write_files(id: &ParamsId, pk: &ProvingKey, dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    param_digest::remove_record(id, dir)?;
     pk.vk.write_file(&id.vk_path(dir))?;
     write_meta(id, dir)?;
     pk.write_file(&id.params_path(dir))?;
+    param_digest::write_record(id, dir)?;
     Ok(())
 }
 

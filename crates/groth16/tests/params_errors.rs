@@ -5,7 +5,8 @@ use std::path::Path;
 use rand_core::SeedableRng;
 use zkforge_circuits::SyntheticCircuit;
 use zkforge_groth16::{
-    prover, synthesize, CpuBackend, Error, ProofRandomness, ProvingKey, ReadOptions,
+    prover, synthesize, verify::verify, CpuBackend, Error, G1Affine, G2Affine, ProofRandomness,
+    ProvingKey, ReadOptions,
 };
 
 fn params_bytes(circuit: &SyntheticCircuit) -> Vec<u8> {
@@ -52,8 +53,12 @@ fn truncated_corrupt_and_missing_files_are_named_errors() {
     let msg = ProvingKey::read_file(&path, ReadOptions::default())
         .unwrap_err()
         .to_string();
+    // The point and where it starts: the last of b_g2's 192-byte points.
+    let offset = bytes.len() - 192;
     assert!(
-        msg.contains("b_g2[") && msg.contains("not on the curve"),
+        msg.contains("b_g2[")
+            && msg.contains(&format!("at offset {offset}"))
+            && msg.contains("not on the curve"),
         "{msg}"
     );
 
@@ -118,4 +123,60 @@ fn params_files_are_located_section_by_section() {
     std::fs::write(&path, &extra).unwrap();
     let msg = ParamsFile::open(&path).unwrap_err().to_string();
     assert!(msg.contains("1 unexpected bytes"), "{msg}");
+}
+
+/// A point replaced by another valid point decodes on every load path (the file cannot tell);
+/// what keeps such a key from yielding a proof is the self-check every proof gets before it is
+/// returned (the engine's and `prove_all`'s: `verify` against the key's own verifying key).
+/// Each point the prover or the verifier reads, replaced in turn, fails it.
+#[test]
+fn a_valid_point_in_the_wrong_place_never_yields_an_accepted_proof() {
+    use group::prime::PrimeCurveAffine;
+    let circuit = SyntheticCircuit::new(300, 2, 0.5, 1);
+    let bytes = params_bytes(&circuit);
+    let pk = ProvingKey::from_bytes(&bytes, Path::new("k.params"), ReadOptions::default()).unwrap();
+    let (g1, g2) = (G1Affine::generator(), G2Affine::generator());
+    type Edit = fn(&mut ProvingKey, G1Affine, G2Affine);
+    let edits: [(&str, Edit); 13] = [
+        ("alpha_g1", |k, g, _| k.vk.alpha_g1 = g),
+        ("beta_g1", |k, g, _| k.vk.beta_g1 = g),
+        ("beta_g2", |k, _, g| k.vk.beta_g2 = g),
+        ("gamma_g2", |k, _, g| k.vk.gamma_g2 = g),
+        ("delta_g1", |k, g, _| k.vk.delta_g1 = g),
+        ("delta_g2", |k, _, g| k.vk.delta_g2 = g),
+        ("ic[0]", |k, g, _| k.vk.ic[0] = g),
+        ("ic[1]", |k, g, _| k.vk.ic[1] = g),
+        ("h[0]", |k, g, _| k.h[0] = g),
+        ("l[0]", |k, g, _| k.l[0] = g),
+        ("a[0]", |k, g, _| k.a[0] = g),
+        ("b_g1[0]", |k, g, _| k.b_g1[0] = g),
+        ("b_g2[0]", |k, _, g| k.b_g2[0] = g),
+    ];
+    let rnd = || ProofRandomness::random(&mut rand_chacha::ChaCha8Rng::seed_from_u64(11));
+    let good = prover::prove(
+        &CpuBackend::new(),
+        &pk,
+        synthesize(circuit.clone()).unwrap(),
+        rnd(),
+    )
+    .unwrap();
+    assert!(verify(&pk.vk, &good, &circuit.public_values()).unwrap());
+    for (name, edit) in edits {
+        let mut bad = pk.clone();
+        edit(&mut bad, g1, g2);
+        // Written and read back: the file decodes as a key like any other.
+        let mut file = Vec::new();
+        bad.write(&mut file).unwrap();
+        let read = ProvingKey::from_bytes(&file, Path::new("k.params"), ReadOptions::default())
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let w = synthesize(circuit.clone()).unwrap();
+        let accepted = match prover::prove(&CpuBackend::new(), &read, w, rnd()) {
+            Ok(proof) => verify(&read.vk, &proof, &circuit.public_values()).unwrap_or(false),
+            Err(_) => false,
+        };
+        assert!(
+            !accepted,
+            "{name} replaced: the self-check accepted the proof"
+        );
+    }
 }

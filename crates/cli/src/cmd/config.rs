@@ -26,6 +26,7 @@ pub struct DaemonSection {
     pub auth_token_file: String,
     pub insecure_remote: bool,
     pub preload: Vec<String>,
+    pub verify_params: bool,
 }
 
 impl Default for DaemonSection {
@@ -42,6 +43,7 @@ impl Default for DaemonSection {
             auth_token_file: String::new(),
             insecure_remote: false,
             preload: Vec::new(),
+            verify_params: false,
         }
     }
 }

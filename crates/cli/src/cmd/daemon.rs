@@ -6,13 +6,14 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use clap::Args;
 use clap::ValueEnum;
-use zkforge_engine::{Engine, ParamsDir};
+use zkforge_engine::{Engine, ParamsDir, ParamsSource};
 use zkforge_filecoin::shape::format_sector_size;
 use zkforge_filecoin::{params, ParamsId};
 use zkforge_server::{serve_http, serve_with, Listen};
 
 use super::backend::{self, BackendArg};
 use super::config::{Config, DaemonSection};
+use super::params_guard::{GuardedParams, ParamsGuard};
 
 #[derive(Args)]
 pub struct DaemonArgs {
@@ -57,7 +58,13 @@ fn checked_preload(d: &DaemonSection, dir: &Path) -> Result<Vec<ParamsId>> {
 
 /// Loads the `preload` sets one after another on a thread of their own: the daemon serves
 /// meanwhile, and a job needing a set still loading waits for that load instead of its own.
-fn spawn_preload(engine: Arc<Engine>, ids: Vec<ParamsId>) -> Result<()> {
+/// With `guard` (daemon.verify_params) each set's files are checked first and a refused set
+/// is not loaded (a job needing it fails with the same message).
+fn spawn_preload(
+    engine: Arc<Engine>,
+    ids: Vec<ParamsId>,
+    guard: Option<Arc<ParamsGuard>>,
+) -> Result<()> {
     if ids.is_empty() {
         return Ok(());
     }
@@ -65,6 +72,10 @@ fn spawn_preload(engine: Arc<Engine>, ids: Vec<ParamsId>) -> Result<()> {
         .name("preload".into())
         .spawn(move || {
             for id in ids {
+                if let Some(Err(e)) = guard.as_ref().map(|g| g.check(&id)) {
+                    tracing::error!(circuit = %id.circuit_id(), "preload refused: {e:#}");
+                    continue;
+                }
                 match engine.preload(&id) {
                     Ok((_, ms)) => {
                         tracing::info!(circuit = %id.circuit_id(), ms = ms as u64, "parameters preloaded")
@@ -124,12 +135,20 @@ pub fn run(args: DaemonArgs) -> Result<()> {
     }
     let preload = checked_preload(&config.daemon, &dir)?;
     let backend = backend::select_with(backend_arg, config.engine.prover_threads, &gpu)?;
-    let engine = Arc::new(Engine::start(
-        config.engine,
-        backend,
-        Box::new(ParamsDir(dir)),
-    )?);
-    spawn_preload(engine.clone(), preload)?;
+    // daemon.verify_params: every set checked against the published digests before first use.
+    let guard = config
+        .daemon
+        .verify_params
+        .then(|| ParamsGuard::new(dir.clone()));
+    let source: Box<dyn ParamsSource> = match &guard {
+        Some(g) => Box::new(GuardedParams {
+            guard: g.clone(),
+            inner: ParamsDir(dir),
+        }),
+        None => Box::new(ParamsDir(dir)),
+    };
+    let engine = Arc::new(Engine::start(config.engine, backend, source)?);
+    spawn_preload(engine.clone(), preload, guard)?;
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     runtime.block_on(async {
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);

@@ -11,6 +11,8 @@ pub mod demo;
 pub mod fixtures;
 mod keys;
 pub mod params;
+mod params_guard;
+mod params_verify;
 pub mod prove;
 pub mod timeline;
 

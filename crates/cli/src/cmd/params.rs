@@ -1,4 +1,5 @@
-//! `zkforge params generate`: random test parameters under the production file names.
+//! `zkforge params generate`: random test parameters under the production file names (and
+//! `params verify`, in params_verify.rs).
 
 use std::path::PathBuf;
 
@@ -13,6 +14,10 @@ use crate::progress::WorkBar;
 pub enum ParamsCommand {
     /// Generate random (test-only, insecure) .params/.vk/.meta files for a circuit.
     Generate(GenerateArgs),
+    /// Check .params/.vk files against the published digests of the Filecoin parameter
+    /// release (filecoin-proofs' parameters.json); exits non-zero on a mismatch or an
+    /// unreadable file.
+    Verify(super::params_verify::VerifyArgs),
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -85,7 +90,13 @@ fn cuda_fixed_base() -> Result<Box<dyn FixedBaseBackend>> {
 }
 
 pub fn run(cmd: ParamsCommand) -> Result<()> {
-    let ParamsCommand::Generate(args) = cmd;
+    match cmd {
+        ParamsCommand::Generate(args) => generate(args),
+        ParamsCommand::Verify(args) => super::params_verify::run(args),
+    }
+}
+
+fn generate(args: GenerateArgs) -> Result<()> {
     let size = parse_sector_size(&args.sector_size)?;
     let dir = params::parameter_dir(args.out.as_deref());
     let kind = args.proof.kind();

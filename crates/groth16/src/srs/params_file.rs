@@ -83,7 +83,10 @@ impl ParamsFile {
         let vk_bytes = fixed + 4 + ic_len * G1Affine::BYTES as u64;
         if vk_bytes > bytes {
             return Err(bad(format!(
-                "truncated in vk.ic: header says {ic_len} points, the file has {bytes} bytes"
+                "truncated in vk.ic: the header at offset {fixed} says {ic_len} points ({} \
+                 bytes) from offset {}, the file has {bytes} bytes",
+                ic_len * G1Affine::BYTES as u64,
+                fixed + 4
             )));
         }
         let mut head = vec![0u8; vk_bytes as usize];
@@ -97,9 +100,10 @@ impl ParamsFile {
             at += 4;
             if at + size > bytes {
                 return Err(bad(format!(
-                    "truncated in {}: header says {len} points ({size} bytes) at offset {at}, \
-                     only {} bytes left",
+                    "truncated in {}: the header at offset {} says {len} points ({size} bytes) \
+                     from offset {at}, only {} bytes left",
                     q.name(),
+                    at - 4,
                     bytes - at
                 )));
             }
@@ -147,6 +151,12 @@ impl ParamsFile {
         self.sections[q as usize]
     }
 
+    /// The byte offset of point `index` of query `q` in the file: what an error about a point
+    /// names, so that the damage can be found with a hex dump.
+    pub fn point_offset(&self, q: Query, index: usize) -> u64 {
+        self.section(q).offset + (index * q.point_bytes()) as u64
+    }
+
     pub fn lengths(&self) -> QueryLengths {
         let len = |q| self.section(q).len;
         QueryLengths {
@@ -176,9 +186,18 @@ impl ParamsFile {
             ));
         }
         let at = s.offset + (first * size) as u64;
-        self.file
-            .read_exact_at(out, at)
-            .map_err(|e| Error::io(&self.path, e))
+        self.file.read_exact_at(out, at).map_err(|e| {
+            // The file was checked to hold every point at open: it shrank or the disk failed.
+            Error::malformed(
+                &self.path,
+                format!(
+                    "reading {} points {first}..{} at offset {at} ({} bytes): {e}",
+                    q.name(),
+                    first + count,
+                    out.len()
+                ),
+            )
+        })
     }
 
     /// Decodes points `first .. first + count` of a G1 query (small ranges: the input side).
@@ -195,9 +214,15 @@ impl ParamsFile {
         let mut bytes = vec![0u8; count * P::BYTES];
         self.read_encoded(q, first, &mut bytes)?;
         decode_all(&bytes, false, false).map_err(|bad| {
+            let index = first + bad.index;
             Error::malformed(
                 &self.path,
-                format!("{}[{}]: {}", q.name(), first + bad.index, bad.reason),
+                format!(
+                    "{}[{index}] at offset {}: {}",
+                    q.name(),
+                    self.point_offset(q, index),
+                    bad.reason
+                ),
             )
         })
     }

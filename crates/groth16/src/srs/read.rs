@@ -44,34 +44,48 @@ impl<'a> Cursor<'a> {
     }
 
     fn point<P: Encoded>(&mut self, section: &str) -> Result<P> {
+        let at = self.at;
         let bytes = self.take(P::BYTES, section)?;
         P::decode(bytes, true).ok_or_else(|| {
             Error::malformed(
                 self.path,
-                format!("{section}: not a valid {} point", P::NAME),
+                format!(
+                    "{section} at offset {at}: not a valid {} point (off the curve, outside \
+                     the subgroup or bad flag bits)",
+                    P::NAME
+                ),
             )
         })
     }
 
     fn vector<P: Encoded>(&mut self, section: &str, allow_identity: bool) -> Result<Vec<P>> {
+        let header_at = self.at;
         let len = u32::from_be_bytes(self.take(4, section)?.try_into().unwrap()) as usize;
-        let bytes = self.take(len * P::BYTES, section).map_err(|_| {
-            Error::malformed(
+        // u64: a corrupt count times 192 must not wrap on any target.
+        let size = len as u64 * P::BYTES as u64;
+        let left = (self.bytes.len() - self.at) as u64;
+        if size > left {
+            return Err(Error::malformed(
                 self.path,
                 format!(
-                    "truncated in {section}: header says {len} {} points ({} bytes) at offset {}, \
-                     only {} bytes left",
+                    "truncated in {section}: the header at offset {header_at} says {len} {} \
+                     points ({size} bytes) from offset {}, only {left} bytes left",
                     P::NAME,
-                    len * P::BYTES,
                     self.at,
-                    self.bytes.len() - self.at
                 ),
-            )
-        })?;
+            ));
+        }
+        let first = self.at;
+        let bytes = self.take(size as usize, section)?;
         decode_all(bytes, self.opts.check_subgroup, allow_identity).map_err(|bad| {
             Error::malformed(
                 self.path,
-                format!("{section}[{}]: {}", bad.index, bad.reason),
+                format!(
+                    "{section}[{}] at offset {}: {}",
+                    bad.index,
+                    first + bad.index * P::BYTES,
+                    bad.reason
+                ),
             )
         })
     }
