@@ -1,7 +1,9 @@
 //! The bench client against real daemons: a batch through an in-process daemon (CPU backend,
 //! 2 KiB WinningPoSt, the cheapest real proof) adds up, saves proofs that filecoin-proofs
-//! accepts; unreachable or silent daemons fail fast with a clear message; `bench sweep
-//! --daemon-config` starts and stops a `zkforge daemon` whose log `zkforge timeline` reads.
+//! accepts; a batch over two daemons spreads its proofs and reports each daemon as the
+//! daemons themselves count them; unreachable or silent daemons fail fast with a clear
+//! message; `bench sweep --daemon-config` starts and stops a `zkforge daemon` whose log
+//! `zkforge timeline` reads.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -9,7 +11,9 @@ use std::time::{Duration, Instant};
 mod common;
 
 use common::{params_2kib, run_ok, winning_post_batch, zkforge};
-use zkforge_bench_client::{run_batch, BatchConfig, InputSpec, ProofInput, ProofType};
+use zkforge_bench_client::{
+    run_batch, run_fleet, BatchConfig, DaemonAddr, InputSpec, ProofInput, ProofType,
+};
 use zkforge_engine::{Engine, EngineConfig, ParamsDir};
 use zkforge_filecoin::{fixtures, ProofKind};
 use zkforge_groth16::CpuBackend;
@@ -82,6 +86,120 @@ async fn batch_through_a_daemon_adds_up_and_its_proofs_verify() {
         assert!(m.verify_winning_post(&bytes).unwrap(), "{}", file.display());
     }
     daemon.stop().await.unwrap();
+}
+
+/// An in-process CPU daemon on a unix socket in `dir`, and its engine (to ask what it did).
+async fn start_daemon(
+    params: &std::path::Path,
+    dir: &std::path::Path,
+    name: &str,
+) -> (Running, Arc<Engine>, DaemonAddr) {
+    let engine = Arc::new(
+        Engine::start(
+            EngineConfig::default(),
+            Arc::new(CpuBackend::new()),
+            Box::new(ParamsDir(params.to_path_buf())),
+        )
+        .unwrap(),
+    );
+    let sock = dir.join(format!("{name}.sock"));
+    let daemon = Running::start(
+        engine.clone(),
+        Listen::Unix(sock.clone()),
+        Access::default(),
+    )
+    .await
+    .unwrap();
+    (daemon, engine, DaemonAddr::Unix(sock))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_over_two_daemons_spreads_its_proofs_and_reports_each() {
+    let dir = params_2kib(ProofKind::WinningPost);
+    let fx = fixture(46);
+    let socks = tempfile::tempdir().unwrap();
+    let (a, engine_a, addr_a) = start_daemon(&dir, socks.path(), "a").await;
+    let (b, engine_b, addr_b) = start_daemon(&dir, socks.path(), "b").await;
+    let addrs = [addr_a.clone(), addr_b.clone()];
+
+    let config = BatchConfig {
+        verify: true,
+        ..winning_post_batch(addr_a.clone(), fx.path(), 6, 2)
+    };
+    let report = run_fleet(&config, &addrs).await.unwrap();
+
+    let fleet = &report.fleet;
+    assert_eq!(fleet.completed, 6, "{:#?}", fleet.proofs);
+    assert_eq!(fleet.verified_ok, Some(6));
+    assert_eq!(fleet.addr, format!("{addr_a},{addr_b}"));
+    assert_eq!(report.daemons.len(), 2);
+    let engines = [&engine_a, &engine_b];
+    for ((d, addr), engine) in report.daemons.iter().zip(&addrs).zip(engines) {
+        assert_eq!(d.addr, addr.to_string());
+        assert!(d.count >= 1, "each daemon gets work: {:#?}", report.daemons);
+        assert!(d.proofs.iter().all(|p| p.daemon == d.addr));
+        // What the client attributes to a daemon is what that daemon proved.
+        assert_eq!(engine.status().completed, d.completed as u64, "{}", d.addr);
+        assert_eq!(d.verified_ok, Some(d.completed));
+        // Least outstanding: with 2 in flight over 2 idle daemons, a request always finds a
+        // daemon with none, so neither ever holds two.
+        assert_eq!(d.concurrency, 1, "{}", d.addr);
+    }
+    let sent: usize = report.daemons.iter().map(|d| d.count).sum();
+    assert_eq!(sent, 6);
+    let per_min: f64 = report.daemons.iter().map(|d| d.proofs_per_min).sum();
+    assert!((per_min - fleet.proofs_per_min).abs() < 1e-6 * fleet.proofs_per_min);
+
+    // The command line: one row per daemon, the fleet's summary, the JSON of both.
+    let json = socks.path().join("fleet.json");
+    let mut cmd = zkforge();
+    cmd.args([
+        "bench",
+        "batch",
+        "--type",
+        "winning-post",
+        "-c",
+        "2",
+        "-j",
+        "2",
+    ])
+    .arg(format!(
+        "--addr=unix:{},unix:{}",
+        sock_of(&addr_a),
+        sock_of(&addr_b)
+    ))
+    .arg("--fixtures")
+    .arg(fx.path())
+    .arg("--json")
+    .arg(&json);
+    // The daemons serve on this runtime: the child runs off its worker threads.
+    let stdout = tokio::task::spawn_blocking(move || run_ok(&mut cmd))
+        .await
+        .unwrap();
+    for addr in &addrs {
+        let row = stdout
+            .lines()
+            .find(|l| l.starts_with(&addr.to_string()))
+            .unwrap_or_else(|| panic!("no row for {addr}:\n{stdout}"));
+        assert!(row.contains("1/1"), "{row}");
+    }
+    assert!(
+        stdout.contains("fleet of 2:") && stdout.contains("completed    2/2"),
+        "{stdout}"
+    );
+    let written: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(written["fleet"]["completed"], 2);
+    assert_eq!(written["daemons"].as_array().unwrap().len(), 2);
+    a.stop().await.unwrap();
+    b.stop().await.unwrap();
+}
+
+fn sock_of(addr: &DaemonAddr) -> String {
+    match addr {
+        DaemonAddr::Unix(p) => p.display().to_string(),
+        DaemonAddr::Tcp(uri) => panic!("not a socket: {uri}"),
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -175,6 +293,25 @@ fn bench_batch_refuses_a_bad_address_and_a_dead_daemon() {
     let out = base("localhost").output().unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("bad daemon address"));
+    let out = base("127.0.0.1:1,localhost").output().unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("bad daemon address \"localhost\""),
+        "{stderr}"
+    );
+    let mut single = zkforge();
+    single
+        .args(["bench", "single", "--type", "winning-post"])
+        .args(["--addr", "127.0.0.1:1,127.0.0.1:2", "--fixtures"])
+        .arg(fx.path());
+    let out = single.output().unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("bench single drives one daemon"),
+        "{stderr}"
+    );
     let out = base("127.0.0.1:1").output().unwrap();
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);

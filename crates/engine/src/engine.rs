@@ -17,7 +17,7 @@ use crate::job::{Job, JobId, JobOutcome, JobResult, JobWatch, Priority};
 use crate::params_source::ParamsSource;
 use crate::queue::{UnitKey, UnitQueue};
 use crate::srs_store::{LoadedSrs, SrsStore};
-use crate::stats::{Histogram, Stage, Stats};
+use crate::stats::{LatencySeries, Measure, Stage, Stats};
 use crate::timeline::{StageEvent, Timeline, TimelineEvent};
 use crate::workers::{self, ProveUnit, SynthUnit};
 
@@ -48,11 +48,15 @@ impl JobRequest {
     }
 }
 
-/// Queued and running units of one proof kind.
+/// Queued and running units (partitions) and jobs of one proof kind.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct KindCounts {
     pub pending: usize,
     pub in_progress: usize,
+    /// Unfinished jobs none of whose partitions has started synthesis yet.
+    pub jobs_queued: usize,
+    /// Unfinished jobs with a partition started.
+    pub jobs_running: usize,
 }
 
 /// One unfinished partition.
@@ -80,9 +84,11 @@ pub struct EngineStatus {
     pub workers: Vec<WorkerStatus>,
     /// (kind, outcome, jobs).
     pub outcomes: Vec<(String, String, u64)>,
-    pub synthesis_ms: Histogram,
-    pub prove_ms: Histogram,
-    pub device_busy_ms: f64,
+    /// Latency histograms by proof kind and what they time.
+    pub latency: Vec<LatencySeries>,
+    /// Seconds each prover device was busy, in the order of `devices` (one entry, the CPU,
+    /// for a backend without devices).
+    pub device_busy_secs: Vec<f64>,
     pub uptime_secs: f64,
     pub queues: Vec<(ProofKind, KindCounts)>,
     pub loaded_srs: Vec<LoadedSrs>,
@@ -182,11 +188,12 @@ impl Shared {
                 tracing::warn!(job = job.id, "job failed: {msg}");
             }
             self.counters[counter].fetch_add(1, Ordering::Relaxed);
-            *self
-                .stats()
-                .outcomes
+            let mut st = self.stats();
+            *st.outcomes
                 .entry((job.kind().to_string(), label))
                 .or_default() += 1;
+            st.observe(job.kind(), Measure::Job(label), total_ms / 1e3);
+            drop(st);
             self.record(TimelineEvent::new(event, job.id).duration(total_ms));
         });
         if ended {
@@ -427,17 +434,19 @@ impl Engine {
             .iter()
             .map(|&k| {
                 let pending = s.synth_queue.count_where(|u| u.job.kind() == k);
-                let in_progress = jobs
-                    .iter()
-                    .filter(|j| j.kind() == k && !j.stopped())
-                    .map(|j| j.lock().running)
-                    .sum::<usize>()
+                let unfinished = || jobs.iter().filter(|j| j.kind() == k && !j.stopped());
+                let in_progress = unfinished().map(|j| j.lock().running).sum::<usize>()
                     + s.prove_queue.count_where(|u| u.job.kind() == k);
+                let jobs_queued = unfinished()
+                    .filter(|j| j.lock().first_synth.is_none())
+                    .count();
                 (
                     k,
                     KindCounts {
                         pending,
                         in_progress,
+                        jobs_queued,
+                        jobs_running: unfinished().count() - jobs_queued,
                     },
                 )
             })
@@ -476,16 +485,15 @@ impl Engine {
             .iter()
             .map(|((k, o), n)| (k.clone(), o.to_string(), *n))
             .collect();
-        let (synthesis_ms, prove_ms, device_busy_ms) =
-            (st.synthesis.clone(), st.prove.clone(), st.device_busy_ms);
+        let latency = st.latency_series();
+        let device_busy_secs = st.device_busy(s.device_locks.len());
         drop(st);
         EngineStatus {
             partitions,
             workers,
             outcomes,
-            synthesis_ms,
-            prove_ms,
-            device_busy_ms,
+            latency,
+            device_busy_secs,
             uptime_secs: s.timeline.uptime().as_secs_f64(),
             queues,
             loaded_srs: s.srs.list(),

@@ -22,5 +22,5 @@ pub use engine::{DeviceStatus, Engine, EngineStatus, JobRequest, KindCounts};
 pub use job::{JobId, JobOutcome, JobResult, JobTimings, JobWatch, Priority};
 pub use params_source::{ParamsDir, ParamsSource};
 pub use srs_store::{KeyTier, LoadedSrs};
-pub use stats::{Histogram, Stage};
+pub use stats::{Histogram, LatencySeries, Measure, Stage, LATENCY_BUCKETS_SECONDS};
 pub use timeline::{StageEvent, TimelineEvent};

@@ -15,7 +15,7 @@ use crate::engine::Shared;
 use crate::job::{ms, Job, JobOutcome};
 use crate::queue::UnitKey;
 use crate::srs_store::Resident;
-use crate::stats::Stage;
+use crate::stats::{Measure, Stage};
 use crate::timeline::{StageEvent, TimelineEvent};
 
 /// A partition waiting for synthesis.
@@ -102,14 +102,20 @@ fn synthesize_unit(s: &Shared, name: &str, unit: SynthUnit) {
     };
 
     let start = Instant::now();
-    {
+    let first_partition = {
         let mut p = job.lock();
         p.running += 1;
         p.set_stage(k, Stage::Synthesizing);
-        if p.first_synth.is_none() {
+        let first = p.first_synth.is_none();
+        if first {
             p.first_synth = Some(start);
             p.timings.queue_wait_ms = ms(start - job.submitted);
         }
+        first
+    };
+    if first_partition {
+        let waited = (start - job.submitted).as_secs_f64();
+        s.stats().observe(job.kind(), Measure::QueueWait, waited);
     }
     s.set_worker(name, Some((job.id, k)));
     s.record(
@@ -134,7 +140,8 @@ fn synthesize_unit(s: &Shared, name: &str, unit: SynthUnit) {
         p.set_stage(k, Stage::AwaitingProver);
     }
     s.set_worker(name, None);
-    s.stats().synthesis.observe(ms(took));
+    s.stats()
+        .observe(job.kind(), Measure::Synthesis, took.as_secs_f64());
     s.record(
         TimelineEvent::new(StageEvent::SynthEnd, job.id)
             .partition(k)
@@ -215,6 +222,8 @@ fn parameters(s: &Shared, job: &Job) -> Option<Arc<Resident>> {
                 prewarm_buffers(s, &key);
                 let took = ms(t.elapsed());
                 job.lock().timings.srs_load_ms += took;
+                s.stats()
+                    .observe(job.kind(), Measure::ParamsLoad, took / 1e3);
                 s.record(TimelineEvent::new(StageEvent::SrsLoadEnd, job.id).duration(took));
             }
             Some(key)
@@ -350,8 +359,12 @@ fn prove_unit(
     s.set_worker(name, None);
     {
         let mut st = s.stats();
-        st.prove.observe(took);
-        st.device_busy_ms += busy;
+        st.observe(job.kind(), Measure::Prove, took / 1e3);
+        for phase in &report.phases {
+            let measure = Measure::GpuPhase(phase.name);
+            st.observe(job.kind(), measure, phase.duration_ms / 1e3);
+        }
+        st.add_device_busy(device, busy / 1e3);
     }
 
     let proof = match result {

@@ -50,6 +50,22 @@ impl FromStr for DaemonAddr {
     }
 }
 
+impl DaemonAddr {
+    /// A comma-separated list of addresses (`bench batch --addr A,B,...`), each parsed as
+    /// one; a daemon listed twice would get twice its share, so that is refused.
+    pub fn parse_list(s: &str) -> Result<Vec<Self>> {
+        let mut addrs: Vec<Self> = Vec::new();
+        for one in s.split(',') {
+            let addr: Self = one.parse()?;
+            if addrs.contains(&addr) {
+                bail!("daemon address {addr} is listed twice in {s:?}");
+            }
+            addrs.push(addr);
+        }
+        Ok(addrs)
+    }
+}
+
 impl fmt::Display for DaemonAddr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -165,5 +181,27 @@ mod tests {
             let err = bad.parse::<DaemonAddr>().unwrap_err().to_string();
             assert!(err.contains("bad daemon address"), "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn address_lists_parse_each_entry_and_refuse_repeats() {
+        let list = DaemonAddr::parse_list("127.0.0.1:9820, unix:/run/z.sock").unwrap();
+        assert_eq!(
+            list,
+            vec![
+                DaemonAddr::Tcp("http://127.0.0.1:9820".into()),
+                DaemonAddr::Unix("/run/z.sock".into())
+            ]
+        );
+        assert_eq!(DaemonAddr::parse_list("h:1").unwrap().len(), 1);
+        let err = |s: &str| DaemonAddr::parse_list(s).unwrap_err().to_string();
+        assert!(
+            err("h:1,").contains("bad daemon address"),
+            "{}",
+            err("h:1,")
+        );
+        assert!(err("h:1,localhost").contains("\"localhost\""));
+        // The same daemon spelled two ways is still one daemon.
+        assert!(err("h:1,http://h:1/").contains("listed twice"));
     }
 }

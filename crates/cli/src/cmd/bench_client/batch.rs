@@ -1,20 +1,19 @@
 //! A batch: COUNT proofs through the daemon, CONCURRENCY in flight, each timed by the client
 //! and by the daemon (queue, parameter load, synthesis, prove); optional saving and
-//! verification after the timed part.
+//! verification after the timed part. Several daemons at once: `fleet.rs`.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use anyhow::{ensure, Context, Result};
+use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use zkforge_server::pb;
 
-use super::address::{connect, status_code, Client, DaemonAddr};
+use super::address::{status_code, Client, DaemonAddr};
+use super::fleet::run_fleet;
 use super::input::ProofInput;
-use super::report::proof_line;
 
 /// How long past `proof_timeout` the client waits for the daemon's own TIMEOUT answer.
 const CLIENT_SLACK: Duration = Duration::from_secs(30);
@@ -45,6 +44,8 @@ pub struct BatchConfig {
 pub struct ProofRecord {
     pub index: usize,
     pub request_id: String,
+    /// The daemon that proved it (its address as given).
+    pub daemon: String,
     /// The daemon's job id (TIMELINE `job`); empty if the submit was refused.
     pub job_id: String,
     /// COMPLETED, FAILED, CANCELLED, TIMEOUT, or REJECTED (the submit failed).
@@ -93,12 +94,15 @@ impl Spread {
     }
 }
 
-/// A batch's numbers, as `--json` writes them.
+/// A batch's numbers, as `--json` writes them: of one daemon, or of a fleet (then `addr`
+/// lists them all).
 #[derive(Clone, Debug, Serialize)]
 pub struct BatchReport {
     pub addr: String,
     pub proof_type: &'static str,
+    /// Proofs requested (of one daemon in a fleet: the proofs sent to it).
     pub count: usize,
+    /// Proofs in flight at once (of one daemon in a fleet: the most it was sent at once).
     pub concurrency: usize,
     /// First submit to last result.
     pub wall_s: f64,
@@ -109,6 +113,7 @@ pub struct BatchReport {
     /// Daemon GPU time (gpu_compute_ms) of the completed proofs that report one, in seconds;
     /// `None` from a CPU daemon.
     pub gpu_s: Option<Spread>,
+    /// Completed proofs per minute of the batch's wall time (a fleet's daemons add up to it).
     pub proofs_per_min: f64,
     /// Wall time per completed proof.
     pub s_per_proof: Option<f64>,
@@ -117,23 +122,25 @@ pub struct BatchReport {
     pub proofs: Vec<ProofRecord>,
 }
 
-fn status_name(status: i32) -> String {
+pub(crate) fn status_name(status: i32) -> String {
     pb::ProofStatus::try_from(status)
         .map(|s| s.as_str_name().to_string())
         .unwrap_or_else(|_| format!("STATUS_{status}"))
 }
 
 /// A prefix unique to this run: the daemon dedupes request ids, also across runs.
-fn run_prefix() -> String {
+pub(crate) fn run_prefix() -> String {
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
     format!("bench-{}-{nanos:x}", std::process::id())
 }
 
-/// Submits one proof and waits for it; RPC errors become a failed record, not an error.
-async fn prove_one(
+/// Submits one proof to `daemon` and waits for it; RPC errors become a failed record, not
+/// an error.
+pub(crate) async fn prove_one(
     mut client: Client,
+    daemon: &DaemonAddr,
     config: &BatchConfig,
     index: usize,
     request_id: String,
@@ -142,6 +149,7 @@ async fn prove_one(
     let mut r = ProofRecord {
         index,
         request_id: request_id.clone(),
+        daemon: daemon.to_string(),
         job_id: String::new(),
         status: "REJECTED".into(),
         error: String::new(),
@@ -216,7 +224,7 @@ fn record_result(r: &mut ProofRecord, a: pb::AwaitProofResponse) {
 }
 
 /// Writes through a temporary name and renames: a killed client never leaves half a proof.
-fn save(dir: &std::path::Path, r: &mut ProofRecord) -> Result<()> {
+pub(crate) fn save(dir: &std::path::Path, r: &mut ProofRecord) -> Result<()> {
     let path = dir.join(format!("proof-{:04}.bin", r.index));
     let tmp = dir.join(format!(
         "proof-{:04}.bin.{}.partial",
@@ -230,7 +238,7 @@ fn save(dir: &std::path::Path, r: &mut ProofRecord) -> Result<()> {
     Ok(())
 }
 
-fn progress_bar(config: &BatchConfig) -> ProgressBar {
+pub(crate) fn progress_bar(config: &BatchConfig) -> ProgressBar {
     if !config.progress {
         return ProgressBar::hidden();
     }
@@ -250,104 +258,58 @@ fn progress_bar(config: &BatchConfig) -> ProgressBar {
     bar
 }
 
-/// Runs the batch: connects (failing fast if the daemon is not there), keeps `concurrency`
-/// proofs in flight until `count` are done, saving each proof as it arrives (a client killed
-/// mid-batch keeps what it received), then verifies.
+/// Runs the batch against `config.addr`: connects (failing fast if the daemon is not there),
+/// keeps `concurrency` proofs in flight until `count` are done, saving each proof as it
+/// arrives (a client killed mid-batch keeps what it received), then verifies.
 pub async fn run_batch(config: &BatchConfig) -> Result<BatchReport> {
-    ensure!(config.count > 0, "the count must be positive");
-    ensure!(config.concurrency > 0, "the concurrency must be positive");
-    ensure!(
-        !config.verify || config.input.can_verify(),
-        "--verify needs --fixtures DIR (the public values of the inputs)"
-    );
-    if let Some(dir) = &config.save_proofs {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    }
-    let client = connect(&config.addr, config.connect_timeout).await?;
-    tracing::info!(addr = %config.addr, count = config.count, concurrency = config.concurrency, "batch");
-    let bar = progress_bar(config);
-    let prefix = run_prefix();
-    let next = Arc::new(AtomicUsize::new(0));
-    let done = Arc::new(AtomicUsize::new(0));
-    let start = Instant::now();
-    let workers = (0..config.concurrency.min(config.count)).map(|_| {
-        let (client, config, bar) = (client.clone(), config.clone(), bar.clone());
-        let (next, done, prefix) = (next.clone(), done.clone(), prefix.clone());
-        tokio::spawn(async move {
-            let mut records = Vec::new();
-            loop {
-                let index = next.fetch_add(1, Ordering::Relaxed);
-                if index >= config.count {
-                    return anyhow::Ok(records);
-                }
-                let id = format!("{prefix}-{index}");
-                let mut r = prove_one(client.clone(), &config, index, id).await;
-                if let (true, Some(dir)) = (r.completed(), &config.save_proofs) {
-                    save(dir, &mut r)?;
-                }
-                let n = done.fetch_add(1, Ordering::Relaxed) + 1;
-                if config.print_lines {
-                    bar.suspend(|| println!("{}", proof_line(n, config.count, &r)));
-                }
-                bar.inc(1);
-                records.push(r);
-            }
-        })
-    });
-    let mut records = Vec::new();
-    for handle in workers.collect::<Vec<_>>() {
-        records.extend(handle.await.context("a batch task panicked")??);
-    }
-    let wall = start.elapsed();
-    bar.finish_and_clear();
-    records.sort_by_key(|r| r.index);
-    finish(config, records, wall).await
+    let fleet = run_fleet(config, std::slice::from_ref(&config.addr)).await?;
+    Ok(fleet.fleet)
 }
 
-/// Verification and the summary numbers, outside the timed part.
-async fn finish(
-    config: &BatchConfig,
-    mut records: Vec<ProofRecord>,
-    wall: Duration,
-) -> Result<BatchReport> {
-    let mut verified_ok = None;
-    if config.verify {
-        let input = config.input.clone();
-        let (checked, ok) = tokio::task::spawn_blocking(move || {
-            let mut ok = 0;
-            for r in records.iter_mut().filter(|r| r.completed()) {
-                let good = input.verify(&r.proof).unwrap_or_else(|e| {
-                    tracing::warn!(index = r.index, "verifier error: {e:#}");
-                    false
-                });
-                ok += usize::from(good);
-                r.verified = Some(good);
-            }
-            (records, ok)
-        })
-        .await
-        .context("the verification task panicked")?;
-        records = checked;
-        verified_ok = Some(ok);
-    }
-    Ok(summarize(config, records, wall, verified_ok))
-}
-
-fn summarize(
+/// Checks every completed proof with filecoin-proofs, outside the timed part; returns the
+/// records marked and how many were accepted.
+pub(crate) async fn verify_records(
     config: &BatchConfig,
     records: Vec<ProofRecord>,
+) -> Result<(Vec<ProofRecord>, usize)> {
+    let input = config.input.clone();
+    tokio::task::spawn_blocking(move || {
+        let mut records = records;
+        let mut ok = 0;
+        for r in records.iter_mut().filter(|r| r.completed()) {
+            let good = input.verify(&r.proof).unwrap_or_else(|e| {
+                tracing::warn!(index = r.index, "verifier error: {e:#}");
+                false
+            });
+            ok += usize::from(good);
+            r.verified = Some(good);
+        }
+        (records, ok)
+    })
+    .await
+    .context("the verification task panicked")
+}
+
+/// The numbers of `records` (all of a batch, or one daemon's share) over the batch's `wall`
+/// time; `verify`: count the accepted proofs.
+pub(crate) fn summarize(
+    proof_type: &'static str,
+    addr: String,
+    concurrency: usize,
+    records: Vec<ProofRecord>,
     wall: Duration,
-    verified_ok: Option<usize>,
+    verify: bool,
 ) -> BatchReport {
     let ok: Vec<&ProofRecord> = records.iter().filter(|r| r.completed()).collect();
+    let verified_ok = verify.then(|| ok.iter().filter(|r| r.verified == Some(true)).count());
     let secs =
         |f: fn(&ProofRecord) -> u64| ok.iter().map(|r| f(r) as f64 / 1e3).collect::<Vec<_>>();
     let wall_s = wall.as_secs_f64();
     BatchReport {
-        addr: config.addr.to_string(),
-        proof_type: config.input.proof_type.name(),
-        count: config.count,
-        concurrency: config.concurrency,
+        addr,
+        proof_type,
+        count: records.len(),
+        concurrency,
         wall_s,
         completed: ok.len(),
         failed: records.len() - ok.len(),

@@ -7,7 +7,9 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
+use super::address::DaemonAddr;
 use super::batch::{run_batch, BatchConfig, BatchReport};
+use super::fleet::run_fleet;
 use super::input::{InputSpec, ProofInput, ProofType};
 use super::report::{self, write_json};
 use super::sweep::{run_sweep, Point, SweepConfig};
@@ -16,6 +18,8 @@ use super::sweep::{run_sweep, Point, SweepConfig};
 #[derive(Args, Clone, Debug)]
 pub struct TargetArgs {
     /// Daemon address: host:port, http://host:port, unix:/path/to.sock or unix:///path.
+    /// `bench batch` takes several, comma-separated: each proof goes to the daemon with the
+    /// fewest of the batch's proofs outstanding.
     #[arg(long, default_value = "127.0.0.1:9820")]
     addr: String,
     /// Proof kind.
@@ -87,7 +91,7 @@ pub struct BatchArgs {
     /// Proofs in the batch.
     #[arg(short = 'c', long, default_value_t = 4)]
     count: usize,
-    /// Proofs in flight at once.
+    /// Proofs in flight at once, over all the daemons given.
     #[arg(short = 'j', long, default_value_t = 1)]
     concurrency: usize,
     #[command(flatten)]
@@ -115,9 +119,24 @@ pub struct SweepArgs {
     output: OutputArgs,
 }
 
+/// The daemons `--addr` names (at least one).
+fn addresses(t: &TargetArgs) -> Result<Vec<DaemonAddr>> {
+    DaemonAddr::parse_list(&t.addr)
+}
+
+/// `--addr` for the commands that drive one daemon.
+fn one_address(t: &TargetArgs, command: &str) -> Result<DaemonAddr> {
+    match addresses(t)?.as_slice() {
+        [one] => Ok(one.clone()),
+        _ => bail!("{command} drives one daemon; several addresses are for bench batch"),
+    }
+}
+
+/// The batch to run, against `addr`.
 fn batch_config(
     t: &TargetArgs,
     o: &OutputArgs,
+    addr: DaemonAddr,
     count: usize,
     concurrency: usize,
 ) -> Result<BatchConfig> {
@@ -138,7 +157,7 @@ fn batch_config(
         comm_d_new: t.comm_d_new.clone(),
     };
     Ok(BatchConfig {
-        addr: t.addr.parse()?,
+        addr,
         input: Arc::new(ProofInput::load(&spec)?),
         count,
         concurrency,
@@ -172,7 +191,8 @@ fn check(r: &BatchReport) -> Result<()> {
 }
 
 pub fn run_single(args: SingleArgs) -> Result<()> {
-    let mut config = batch_config(&args.target, &args.output, 1, 1)?;
+    let addr = one_address(&args.target, "bench single")?;
+    let mut config = batch_config(&args.target, &args.output, addr, 1, 1)?;
     config.print_lines = false;
     let report = runtime()?.block_on(run_batch(&config))?;
     print!("{}", report::single(&report.proofs[0]));
@@ -183,24 +203,43 @@ pub fn run_single(args: SingleArgs) -> Result<()> {
 }
 
 pub fn run_batch_command(args: BatchArgs) -> Result<()> {
-    let config = batch_config(&args.target, &args.output, args.count, args.concurrency)?;
+    let addrs = addresses(&args.target)?;
+    let (count, concurrency) = (args.count, args.concurrency);
+    let config = batch_config(
+        &args.target,
+        &args.output,
+        addrs[0].clone(),
+        count,
+        concurrency,
+    )?;
+    let against = addrs
+        .iter()
+        .map(|a| a.to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
     println!(
-        "{} × {} against {}, {} in flight",
-        args.count,
+        "{count} × {} against {against}, {concurrency} in flight",
         config.input.proof_type.name(),
-        config.addr,
-        args.concurrency
     );
-    let report = runtime()?.block_on(run_batch(&config))?;
-    print!("{}", report::summary(&report));
-    if let Some(path) = &args.output.json {
-        write_json(path, &report)?;
+    if let [_] = addrs.as_slice() {
+        let report = runtime()?.block_on(run_batch(&config))?;
+        print!("{}", report::summary(&report));
+        if let Some(path) = &args.output.json {
+            write_json(path, &report)?;
+        }
+        return check(&report);
     }
-    check(&report)
+    let fleet = runtime()?.block_on(run_fleet(&config, &addrs))?;
+    print!("{}", report::fleet_summary(&fleet));
+    if let Some(path) = &args.output.json {
+        write_json(path, &fleet)?;
+    }
+    check(&fleet.fleet)
 }
 
 pub fn run_sweep_command(args: SweepArgs) -> Result<()> {
-    let mut base = batch_config(&args.target, &args.output, 1, 1)?;
+    let addr = one_address(&args.target, "bench sweep")?;
+    let mut base = batch_config(&args.target, &args.output, addr, 1, 1)?;
     base.print_lines = false;
     if !args.daemon_config.is_empty() && args.target.addr != "127.0.0.1:9820" {
         tracing::warn!("--addr is unused with --daemon-config: each daemon gets a private socket");
