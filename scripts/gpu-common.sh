@@ -1,6 +1,8 @@
 # Shared set-up of the GPU scripts (sourced): binaries from $BIN (default .gpucheck/, *.gz
 # unpacked) into $WORK, logs under $WORK/out, packed into $OUT/results.tgz by `finish`
-# (the device tool brings back only a few files), with summary.txt beside it.
+# (the device tool brings back only a few files), with summary.txt beside it. zkforge is built
+# with --features cuda; gpu-faults.sh needs --features cuda,fault-injection (test support that
+# the product leaves out), which the other scripts run unchanged (no ZKFORGE_FAULT, no wrapper).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"

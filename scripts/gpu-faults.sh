@@ -7,8 +7,11 @@
 #  vram-hog   another process (gpu_bench hog) takes all free VRAM after the daemon opened the GPU
 #             and before its first job, for 20 s: the jobs wait for room ("waiting for room" in the
 #             daemon log), then complete and verify; the daemon is alive afterwards.
-# Binaries (built with --features cuda): zkforge, and gpu_bench (cargo build --release -p
-# zkforge-cuda --features cuda --examples), in $BIN as scripts/gpu-common.sh describes.
+# Binaries, in $BIN as scripts/gpu-common.sh describes: zkforge built with fault injection
+# (cargo build --release -p zkforge-cli --features cuda,fault-injection: the feature wraps the
+# backend in zkforge_groth16::fault::FaultyBackend when ZKFORGE_FAULT is set; the product is
+# built without it), and gpu_bench (cargo build --release -p zkforge-cuda --features cuda
+# --examples).
 source "$(dirname "$0")/gpu-common.sh"
 hog_bin="$work/gpu_bench"
 results=()
@@ -43,7 +46,12 @@ run params 120 "$zk" params generate --proof winning-post --sector-size 2KiB --o
 run fixtures 120 "$zk" fixtures --sector-size 2KiB --out "$work/fixtures"
 
 # 1. An injected GPU failure in one partition.
-if start_daemon fault 9830 ZKFORGE_FAULT=msm:3; then
+if ! start_daemon fault 9830 ZKFORGE_FAULT=msm:3; then
+  result gpu-fault FAIL "the daemon did not start (see fault-daemon.log)"
+elif ! grep -q "ZKFORGE_FAULT armed" "$out/fault-daemon.log"; then
+  result gpu-fault FAIL "no fault armed: zkforge was built without --features fault-injection"
+  kill -TERM "$daemon"; wait "$daemon"
+else
   batch fault-batch 9830 6 3
   done_n=$(json_num "$out/fault-batch.json" completed)
   failed_n=$(json_num "$out/fault-batch.json" failed)
@@ -59,8 +67,6 @@ if start_daemon fault 9830 ZKFORGE_FAULT=msm:3; then
     result gpu-fault FAIL "$detail"
   fi
   kill -TERM "$daemon"; wait "$daemon"
-else
-  result gpu-fault FAIL "the daemon did not start (see fault-daemon.log)"
 fi
 
 # 2. VRAM taken by another process mid-run.

@@ -99,9 +99,12 @@ pub fn format_sector_size(size: u64) -> String {
 
 /// One request's circuits, one per partition, all sharing one parameter set.
 pub trait PartitionedCircuit: Send + Sync {
-    fn kind(&self) -> ProofKind;
     /// The parameter set every partition is proved against.
     fn params_id(&self) -> &ParamsId;
+    /// What is proved: the parameter set says it.
+    fn kind(&self) -> ProofKind {
+        self.params_id().kind
+    }
     fn partitions(&self) -> usize;
     /// Synthesizes partition `k` in full, a, b, c evaluated at every constraint (the reference
     /// path: tests, benchmarks, and circuits without recorded matrices).

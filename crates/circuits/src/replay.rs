@@ -9,7 +9,7 @@ use ff::Field;
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
 use rayon::prelude::*;
-use zkforge_groth16::{Density, Witness};
+use zkforge_groth16::{Density, Evaluations, Witness};
 
 /// The witness shape of a real PoRep partition (cuzk's measurement of 32 GiB: 130,278,869
 /// constraints, 328 inputs, 130,169,893 aux; A-aux density 99.7%, B-aux 25.4%, B-input 1/328;
@@ -57,9 +57,11 @@ pub fn porep_shaped_witness(log_size: u32, seed: u64) -> Witness {
         b_input_density.push(i == 0);
     }
     let mut w = Witness::default();
-    w.a = random_vec(constraints + INPUTS, 1, 0.5);
-    w.b = random_vec(constraints + INPUTS, 2, 0.5);
-    w.c = random_vec(constraints + INPUTS, 3, 0.5);
+    w.evaluations = Evaluations::Evaluated {
+        a: random_vec(constraints + INPUTS, 1, 0.5),
+        b: random_vec(constraints + INPUTS, 2, 0.5),
+        c: random_vec(constraints + INPUTS, 3, 0.5),
+    };
     w.aux = random_vec(aux, 4, 0.9);
     w.inputs = random_vec(INPUTS, 5, 0.0);
     w.inputs[0] = Scalar::ONE;
@@ -92,10 +94,6 @@ impl ReplayJob {
 }
 
 impl crate::PartitionedCircuit for ReplayJob {
-    fn kind(&self) -> crate::ProofKind {
-        self.params_id.kind
-    }
-
     fn params_id(&self) -> &crate::ParamsId {
         &self.params_id
     }
@@ -135,7 +133,8 @@ mod tests {
             .iter()
             .filter(|x| **x == Scalar::ZERO || **x == Scalar::ONE);
         assert!((frac(bits.count()) - 0.9).abs() < 0.01);
-        assert!(w.a.len() <= 1 << 16 && w.a.len() > (1 << 16) * 9 / 10);
+        let rows = w.num_constraints();
+        assert!(rows <= 1 << 16 && rows > (1 << 16) * 9 / 10);
     }
 
     #[test]

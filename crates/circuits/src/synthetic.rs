@@ -169,10 +169,6 @@ impl SyntheticJob {
 }
 
 impl crate::PartitionedCircuit for SyntheticJob {
-    fn kind(&self) -> crate::ProofKind {
-        self.params_id.kind
-    }
-
     fn params_id(&self) -> &crate::ParamsId {
         &self.params_id
     }

@@ -1,7 +1,7 @@
 //! indicatif progress bars for long library work.
 
 use indicatif::{ProgressBar, ProgressStyle};
-use zkforge_filecoin::fixtures::sparse::StageProgress;
+use zkforge_fixtures::sparse::StageProgress;
 use zkforge_groth16::generator::GenProgress;
 
 /// A progress bar fed by the key generator (`GenProgress`) or the sparse fixtures'

@@ -10,12 +10,13 @@ use std::time::{Duration, Instant};
 
 mod common;
 
-use common::{params_2kib, run_ok, winning_post_batch, zkforge};
+use common::{params_2kib, run_fails_with, run_ok, winning_post_batch, zkforge};
 use zkforge_bench_client::{
     run_batch, run_fleet, BatchConfig, DaemonAddr, InputSpec, ProofInput, ProofType,
 };
 use zkforge_engine::{Engine, EngineConfig, ParamsDir};
-use zkforge_filecoin::{fixtures, ProofKind};
+use zkforge_filecoin::ProofKind;
+use zkforge_fixtures as fixtures;
 use zkforge_groth16::CpuBackend;
 use zkforge_server::{Access, Listen, Running};
 
@@ -293,31 +294,19 @@ fn bench_batch_refuses_a_bad_address_and_a_dead_daemon() {
     let out = base("localhost").output().unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("bad daemon address"));
-    let out = base("127.0.0.1:1,localhost").output().unwrap();
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("bad daemon address \"localhost\""),
-        "{stderr}"
+    run_fails_with(
+        &mut base("127.0.0.1:1,localhost"),
+        "bad daemon address \"localhost\"",
     );
     let mut single = zkforge();
     single
         .args(["bench", "single", "--type", "winning-post"])
         .args(["--addr", "127.0.0.1:1,127.0.0.1:2", "--fixtures"])
         .arg(fx.path());
-    let out = single.output().unwrap();
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("bench single drives one daemon"),
-        "{stderr}"
-    );
-    let out = base("127.0.0.1:1").output().unwrap();
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("cannot reach the zkforge daemon at http://127.0.0.1:1"),
-        "{stderr}"
+    run_fails_with(&mut single, "bench single drives one daemon");
+    run_fails_with(
+        &mut base("127.0.0.1:1"),
+        "cannot reach the zkforge daemon at http://127.0.0.1:1",
     );
 }
 

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{run_ok, zkforge};
+use common::{run_fails_with, run_ok, zkforge};
 
 #[test]
 fn every_subcommand_has_help() {
@@ -103,8 +103,8 @@ fn fixtures_above_2kib_are_sparse_and_a_missing_kind_is_named() {
             .arg(&fx),
     );
     assert!(stdout.contains("made sparse 8MiB fixtures in"), "{stdout}");
-    let m = zkforge_filecoin::fixtures::load(&fx).unwrap();
-    assert_eq!(m.sealing, zkforge_filecoin::fixtures::Sealing::Sparse);
+    let m = zkforge_fixtures::load(&fx).unwrap();
+    assert_eq!(m.sealing, zkforge_fixtures::Sealing::Sparse);
     let snap = m.snap().unwrap().vanilla.clone();
     for file in [
         &m.c1_wrapper,
@@ -118,20 +118,18 @@ fn fixtures_above_2kib_are_sparse_and_a_missing_kind_is_named() {
     }
 
     // Fixtures without a kind: the bench client names it before connecting anywhere.
-    let manifest = fx.join(zkforge_filecoin::fixtures::MANIFEST);
+    let manifest = fx.join(zkforge_fixtures::MANIFEST);
     let mut json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
     json.as_object_mut().unwrap().remove("snap");
     std::fs::write(&manifest, serde_json::to_vec(&json).unwrap()).unwrap();
-    let out = zkforge()
-        .args(["bench", "single", "--addr", "127.0.0.1:1", "--type", "snap"])
-        .arg("--fixtures")
-        .arg(&fx)
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("hold no SnapDeals inputs"), "{stderr}");
+    run_fails_with(
+        zkforge()
+            .args(["bench", "single", "--addr", "127.0.0.1:1", "--type", "snap"])
+            .arg("--fixtures")
+            .arg(&fx),
+        "hold no SnapDeals inputs",
+    );
 
     // --kinds leaves the others out (the C1 is always written).
     let some = dir.path().join("some");
@@ -147,27 +145,25 @@ fn fixtures_above_2kib_are_sparse_and_a_missing_kind_is_named() {
             ])
             .arg(&some),
     );
-    let m = zkforge_filecoin::fixtures::load(&some).unwrap();
+    let m = zkforge_fixtures::load(&some).unwrap();
     assert!(m.snap.is_some() && m.winning_post.is_none() && m.window_post.is_none());
     assert!(some.join(&m.c1_raw).exists());
 
     // Sealing 32 GiB for real is refused, and nothing is written.
     let big = dir.path().join("big");
-    let out = zkforge()
-        .args([
-            "fixtures",
-            "--sector-size",
-            "32GiB",
-            "--seal",
-            "full",
-            "--out",
-        ])
-        .arg(&big)
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("cannot seal a 32GiB sector"), "{stderr}");
+    run_fails_with(
+        zkforge()
+            .args([
+                "fixtures",
+                "--sector-size",
+                "32GiB",
+                "--seal",
+                "full",
+                "--out",
+            ])
+            .arg(&big),
+        "cannot seal a 32GiB sector",
+    );
     assert!(!big.exists());
 }
 
@@ -187,7 +183,7 @@ fn bench_synthesis_compares_native_and_reference_on_a_c1() {
             ])
             .arg(&fx),
     );
-    let m = zkforge_filecoin::fixtures::load(&fx).unwrap();
+    let m = zkforge_fixtures::load(&fx).unwrap();
     let stdout = run_ok(
         zkforge()
             .args([
@@ -210,11 +206,8 @@ fn bench_synthesis_compares_native_and_reference_on_a_c1() {
         .collect();
     assert_eq!(rows.len(), 2, "{stdout}");
 
-    let out = zkforge()
-        .args(["bench", "synthesis", "--synthetic", "2KiB", "--reference"])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("--reference needs a C1 output"), "{stderr}");
+    run_fails_with(
+        zkforge().args(["bench", "synthesis", "--synthetic", "2KiB", "--reference"]),
+        "--reference needs a C1 output",
+    );
 }

@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use common::{params_2kib, winning_post_batch, zkforge, DaemonProcess};
 use zkforge_bench_client::{run_batch, BatchConfig};
-use zkforge_filecoin::{fixtures, param_digest, registry, ProofKind};
+use zkforge_filecoin::{param_digest, registry, ProofKind};
+use zkforge_fixtures as fixtures;
 use zkforge_groth16::srs::Query;
 use zkforge_groth16::ParamsFile;
 

@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 
 use common::{params_2kib, winning_post_batch, DaemonProcess};
 use zkforge_bench_client::{run_batch, BatchConfig};
-use zkforge_filecoin::{fixtures, ProofKind};
+use zkforge_filecoin::ProofKind;
+use zkforge_fixtures as fixtures;
 
 /// Files under `dir` whose names say they were never finished.
 fn partial_files(dir: &Path) -> Vec<PathBuf> {

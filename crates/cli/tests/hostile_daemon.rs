@@ -107,7 +107,7 @@ async fn running_out_of_descriptors_never_stops_the_listener() {
 #[test]
 fn a_partition_index_past_a_deadline_is_an_error_not_an_abort() {
     let dir = tempfile::tempdir().unwrap();
-    let m = zkforge_filecoin::fixtures::make(2048, dir.path(), 5).unwrap();
+    let m = zkforge_fixtures::make(2048, dir.path(), 5).unwrap();
     let p = m.window_post().unwrap();
     let out = zkforge()
         .args([

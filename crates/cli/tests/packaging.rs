@@ -14,7 +14,8 @@ mod common;
 use common::{params_2kib, run_ok, winning_post_batch, zkforge};
 use zkforge_bench_client::{run_batch, DaemonAddr};
 use zkforge_engine::{Engine, EngineConfig, ParamsDir};
-use zkforge_filecoin::{fixtures, ProofKind};
+use zkforge_filecoin::ProofKind;
+use zkforge_fixtures as fixtures;
 use zkforge_groth16::CpuBackend;
 use zkforge_server::{Access, Listen, Running};
 

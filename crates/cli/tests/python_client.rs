@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-use zkforge_filecoin::{fixtures, ProofKind};
+use zkforge_filecoin::ProofKind;
+use zkforge_fixtures as fixtures;
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")

@@ -20,7 +20,8 @@ use rand::{Rng, SeedableRng};
 use tonic::Code;
 use zkforge_bench_client::address::Client;
 use zkforge_bench_client::{connect, InputSpec, ProofInput, ProofType};
-use zkforge_filecoin::{fixtures, ProofKind};
+use zkforge_filecoin::ProofKind;
+use zkforge_fixtures as fixtures;
 use zkforge_server::pb;
 
 const CLIENTS: usize = 8;
@@ -132,44 +133,19 @@ async fn run_job(c: &mut Client, input: &ProofInput, request_id: String, plan: P
 async fn garbage(c: &mut Client, input: &ProofInput, rng: &mut impl Rng) -> Code {
     let mut r = input.request("garbage");
     let (got, expected) = match rng.gen_range(0..8) {
-        0 => {
-            r.proof_kind = 99;
-            (
-                limited(c.submit_proof(r)).await.err(),
-                Code::InvalidArgument,
-            )
-        }
-        1 => {
-            r.vanilla_proofs.clear();
-            r.vanilla_proof.clear();
-            (
-                limited(c.submit_proof(r)).await.err(),
-                Code::InvalidArgument,
-            )
-        }
-        2 => {
-            r.randomness = vec![7; 3];
-            (
-                limited(c.submit_proof(r)).await.err(),
-                Code::InvalidArgument,
-            )
-        }
-        3 => {
-            r.sector_size = 12345;
-            (
-                limited(c.submit_proof(r)).await.err(),
-                Code::InvalidArgument,
-            )
-        }
-        4 => {
-            r.vanilla_proofs = vec![b"not bincode".to_vec()];
-            (
-                limited(c.submit_proof(r)).await.err(),
-                Code::InvalidArgument,
-            )
-        }
-        5 => {
-            r.priority = 17;
+        // One field of the submit made malformed: refused as invalid.
+        broken @ 0..=5 => {
+            match broken {
+                0 => r.proof_kind = 99,
+                1 => {
+                    r.vanilla_proofs.clear();
+                    r.vanilla_proof.clear();
+                }
+                2 => r.randomness = vec![7; 3],
+                3 => r.sector_size = 12345,
+                4 => r.vanilla_proofs = vec![b"not bincode".to_vec()],
+                _ => r.priority = 17,
+            }
             (
                 limited(c.submit_proof(r)).await.err(),
                 Code::InvalidArgument,

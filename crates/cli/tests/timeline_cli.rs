@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{run_ok, zkforge};
+use common::{run_fails_with, run_ok, zkforge};
 
 const LOG: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -58,8 +58,8 @@ fn missing_or_empty_logs_are_clear_errors() {
 
     let empty = dir.path().join("empty.log");
     std::fs::write(&empty, "INFO nothing to see\nTIMELINE {broken\n").unwrap();
-    let out = zkforge().arg("timeline").arg(&empty).output().unwrap();
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("no TIMELINE events found"), "{stderr}");
+    run_fails_with(
+        zkforge().arg("timeline").arg(&empty),
+        "no TIMELINE events found",
+    );
 }

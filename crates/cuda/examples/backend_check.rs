@@ -13,8 +13,8 @@ use anyhow::{ensure, Context, Result};
 use rand::SeedableRng;
 use zkforge_circuits::{PartitionedCircuit, ProofKind, SyntheticCircuit};
 use zkforge_cuda::{CudaBackend, CudaOptions, Residency};
-use zkforge_filecoin::fixtures::{self, read_base64_list, unhex32, Manifest};
 use zkforge_filecoin::{params, post, registry, snap};
+use zkforge_fixtures::{self as fixtures, read_base64_list, unhex32, Manifest};
 use zkforge_groth16::generator::{generate_random_keys, CpuFixedBase};
 use zkforge_groth16::synthesis::pool::with_pool;
 use zkforge_groth16::{
@@ -282,21 +282,20 @@ fn pipeline_checks(rng: &mut rand_chacha::ChaCha20Rng) -> Result<()> {
     concurrent_equal("concurrent, pinned reuse", &gpu, &pk, &c, rng)?;
     drop(gpu);
 
-    std::env::set_var("ZKFORGE_STREAM_CHUNK", "3000");
     let streamed = CudaBackend::with_options(&CudaOptions {
         devices: vec![0],
         residency: Residency::Host,
+        stream_chunk: 3000,
         ..Default::default()
     })?;
     concurrent_equal("streamed bases, 3000/chunk", &streamed, &pk, &c, rng)?;
-    std::env::remove_var("ZKFORGE_STREAM_CHUNK");
     drop(streamed);
 
     // A budget a little above one partition's footprint: the second worker must wait.
     let probe = CudaBackend::open(0)?;
     let free = probe.devices()[0].memory_free_bytes;
     drop(probe);
-    let one = zkforge_cuda::partition_footprint(&zkforge_groth16::synthesize(c.clone())?);
+    let one = zkforge_cuda::partition_footprint(&pk.lengths(), &Default::default());
     let keys = (pk.heap_bytes() as u64) * 2;
     let tight = CudaBackend::with_options(&CudaOptions {
         devices: vec![0],

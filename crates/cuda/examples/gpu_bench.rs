@@ -28,6 +28,20 @@ fn median(mut v: Vec<f32>) -> f32 {
     v[v.len() / 2]
 }
 
+/// `o`, printing each MSM's phase times to stderr.
+fn profiled(o: MsmOptions) -> MsmOptions {
+    MsmOptions { profile: true, ..o }
+}
+
+/// The default cut at window width `c`, plain and profiled (a sweep's two runs).
+fn width_profiled(c: u32) -> (MsmOptions, MsmOptions) {
+    let cut = MsmOptions {
+        window_bits: Some(c),
+        ..MsmOptions::default()
+    };
+    (cut, profiled(cut))
+}
+
 fn time_ms<R>(dev: &CudaDevice, reps: usize, mut f: impl FnMut(&CudaDevice) -> R) -> Vec<f32> {
     f(dev); // warm-up
     (0..reps)
@@ -117,7 +131,7 @@ fn check(dev: &CudaDevice, seed: u64, out_dir: &str) {
     }
     // Each MSM size and scalar mix under the default cut (signed digits, the cost model's
     // window), then the plain digits and fixed widths: narrow (many windows), the widest, and
-    // several batches of windows (ZKFORGE_MSM_WB), on odd sizes too.
+    // several batches of windows (`windows_per_batch`), on odd sizes too.
     let all = ["random", "edge", "bits", "same", "sparse", "small", "high"];
     let plain = MsmOptions {
         signed: false,
@@ -159,9 +173,11 @@ fn check(dev: &CudaDevice, seed: u64, out_dir: &str) {
             check_msm_g1_with(dev, n, &all, seed ^ 0x77 ^ n as u64, &o, &mut res);
         }
         check_msm_g1_with(dev, 1 << 20, &big, seed ^ 0x78, &width(22), &mut res);
-        std::env::set_var("ZKFORGE_MSM_WB", "3");
-        check_msm_g1_with(dev, (1 << 16) + 1, &all, seed ^ 0x79, &width(9), &mut res);
-        std::env::remove_var("ZKFORGE_MSM_WB");
+        let batched = MsmOptions {
+            windows_per_batch: Some(3),
+            ..width(9)
+        };
+        check_msm_g1_with(dev, (1 << 16) + 1, &all, seed ^ 0x79, &batched, &mut res);
         check_msm_prefix(dev, seed, &mut res);
         let some = ["random", "edge", "same", "porep"];
         for a in [xyzz, affine] {
@@ -362,11 +378,11 @@ fn bench(dev: &CudaDevice, seed: u64, out_dir: &str, what: &str) {
             let s = random_scalars(1 << l, seed ^ l as u64);
             let ds = dev.upload_scalars(&s).unwrap();
             for c in [13u32, 15, 16, 17, 18, 19, 20] {
-                std::env::set_var("ZKFORGE_MSM_C", c.to_string());
-                std::env::set_var("ZKFORGE_MSM_PROFILE", "1");
-                dev.msm_g1_resident(&db, &ds).unwrap();
-                std::env::remove_var("ZKFORGE_MSM_PROFILE");
-                let v = time_ms(dev, 2, |dv| dv.msm_g1_resident(&db, &ds).unwrap());
+                let (cut, with_profile) = width_profiled(c);
+                dev.msm_g1_resident_with(&db, &ds, &with_profile).unwrap();
+                let v = time_ms(dev, 2, |dv| {
+                    dv.msm_g1_resident_with(&db, &ds, &cut).unwrap()
+                });
                 emit(
                     &mut rows,
                     format!("G1 MSM 2^{l} random c={c}"),
@@ -374,7 +390,6 @@ fn bench(dev: &CudaDevice, seed: u64, out_dir: &str, what: &str) {
                     String::new(),
                 );
             }
-            std::env::remove_var("ZKFORGE_MSM_C");
         }
         drop(db);
         let distinct = random_g2(1 << 20, seed);
@@ -386,11 +401,11 @@ fn bench(dev: &CudaDevice, seed: u64, out_dir: &str, what: &str) {
         let s = random_scalars(1 << 24, seed ^ 24);
         let ds = dev.upload_scalars(&s).unwrap();
         for c in [16u32, 17, 18, 19] {
-            std::env::set_var("ZKFORGE_MSM_C", c.to_string());
-            std::env::set_var("ZKFORGE_MSM_PROFILE", "1");
-            dev.msm_g2_resident(&db, &ds).unwrap();
-            std::env::remove_var("ZKFORGE_MSM_PROFILE");
-            let v = time_ms(dev, 1, |dv| dv.msm_g2_resident(&db, &ds).unwrap());
+            let (cut, with_profile) = width_profiled(c);
+            dev.msm_g2_resident_with(&db, &ds, &with_profile).unwrap();
+            let v = time_ms(dev, 1, |dv| {
+                dv.msm_g2_resident_with(&db, &ds, &cut).unwrap()
+            });
             emit(
                 &mut rows,
                 format!("G2 MSM 2^24 random c={c}"),
@@ -398,7 +413,6 @@ fn bench(dev: &CudaDevice, seed: u64, out_dir: &str, what: &str) {
                 String::new(),
             );
         }
-        std::env::remove_var("ZKFORGE_MSM_C");
     }
     if want("g1big") {
         // The PoRep 32 GiB partition's size: dense random, and 90% bits like its L/A queries.
@@ -523,9 +537,7 @@ fn bench_porep(
     };
     let (xyzz, affine) = (Accumulate::Xyzz, Accumulate::Affine);
     for o in [cut(xyzz), cut(affine)] {
-        std::env::set_var("ZKFORGE_MSM_PROFILE", "1");
-        dev.msm_g1_resident_with(&g1, &h, &o).unwrap();
-        std::env::remove_var("ZKFORGE_MSM_PROFILE");
+        dev.msm_g1_resident_with(&g1, &h, &profiled(o)).unwrap();
         let v = time_ms(dev, 3, |d| d.msm_g1_resident_with(&g1, &h, &o).unwrap());
         emit(
             rows,
@@ -535,16 +547,14 @@ fn bench_porep(
         );
     }
     // The partition's MSM phase under the default cut, each MSM's phases on stderr first.
-    let five = |d: &CudaDevice| {
-        d.msm_g1_resident(&g1, &h).unwrap();
-        d.msm_g1_resident(&g1, &l).unwrap();
-        d.msm_g1_resident(&g1, &a).unwrap();
-        d.msm_g1_resident(&g1, &b).unwrap();
-        d.msm_g2_resident(&g2, &b).unwrap();
+    let five = |d: &CudaDevice, o: &MsmOptions| {
+        d.msm_g1_resident_with(&g1, &h, o).unwrap();
+        d.msm_g1_resident_with(&g1, &l, o).unwrap();
+        d.msm_g1_resident_with(&g1, &a, o).unwrap();
+        d.msm_g1_resident_with(&g1, &b, o).unwrap();
+        d.msm_g2_resident_with(&g2, &b, o).unwrap();
     };
-    std::env::set_var("ZKFORGE_MSM_PROFILE", "1");
-    five(dev);
-    std::env::remove_var("ZKFORGE_MSM_PROFILE");
+    five(dev, &profiled(MsmOptions::default()));
     for (name, s) in [("L", &l), ("A", &a), ("B_G1", &b)] {
         let v = time_ms(dev, 3, |d| d.msm_g1_resident(&g1, s).unwrap());
         emit(
@@ -577,6 +587,6 @@ fn bench_porep(
             String::new(),
         );
     }
-    let v = time_ms(dev, 3, five);
+    let v = time_ms(dev, 3, |d| five(d, &MsmOptions::default()));
     emit(rows, "PoRep MSM phase (5 MSMs)".into(), v, String::new());
 }

@@ -1,7 +1,7 @@
 //! The GPU handle: driver probe, context, stream, the embedded fatbin and its kernels.
 
-use crate::host::{g1_affine_as_u64, g2_affine_as_u64, scalars_as_u64};
-use crate::CudaError;
+use crate::host::{g1_affine_as_u64, g2_affine_as_u64, scalars_as_u64, MsmOptions};
+use crate::{CudaError, CudaOptions};
 use blstrs::{G1Affine, G2Affine, Scalar};
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DriverError,
@@ -115,6 +115,10 @@ pub struct CudaDevice {
     pub(crate) ntt_cache: Arc<crate::ntt::NttCache>,
     /// Page-locked buffer for small reads; one per handle (each handle has its own stream).
     pub(crate) readback: crate::readback::Readback,
+    /// The cut of the `msm_*` calls that take no options (the backend's `[gpu]` settings).
+    pub(crate) msm: MsmOptions,
+    /// Bases per chunk of a streamed MSM.
+    pub(crate) stream_chunk: usize,
     _module: Arc<CudaModule>,
     name: String,
     vram_total: usize,
@@ -245,10 +249,19 @@ impl CudaDevice {
             k,
             ntt_cache: Default::default(),
             readback: crate::readback::Readback::new(),
+            msm: MsmOptions::default(),
+            stream_chunk: CudaOptions::default().stream_chunk,
             _module: module,
             name,
             vram_total,
         })
+    }
+
+    /// This handle with the MSM settings of `options`; its forks keep them.
+    pub(crate) fn tuned(mut self, options: &CudaOptions) -> Self {
+        self.msm = options.msm;
+        self.stream_chunk = options.stream_chunk;
+        self
     }
 
     /// Another handle on the same GPU with a stream of its own, for a concurrent worker.
@@ -259,6 +272,8 @@ impl CudaDevice {
             k: self.k.clone(),
             ntt_cache: self.ntt_cache.clone(),
             readback: crate::readback::Readback::new(),
+            msm: self.msm,
+            stream_chunk: self.stream_chunk,
             _module: self._module.clone(),
             name: self.name.clone(),
             vram_total: self.vram_total,

@@ -18,7 +18,4 @@ pub enum CudaError {
     /// The arguments cannot be processed (length, size, mismatch).
     #[error("invalid input: {0}")]
     Invalid(String),
-    /// A test's `ZKFORGE_FAULT` failed this phase (see `zkforge_groth16::fault`).
-    #[error(transparent)]
-    Injected(#[from] zkforge_groth16::fault::InjectedFault),
 }

@@ -7,15 +7,22 @@ use ff::{Field, PrimeField};
 use group::Group;
 
 /// How the GPU cuts one MSM. The default is the product path's; benchmarks and checks name
-/// others to compare them.
+/// others to compare them, and the `[gpu]` table's `msm_*` keys set the backend's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MsmOptions {
     /// Signed window digits (|d| ≤ 2^(c−1): half the buckets, so wider windows, fewer of them).
     pub signed: bool,
     /// Window width in bits; None: the cost model's choice for the number of scalars.
     pub window_bits: Option<u32>,
+    /// Windows whose buckets are filled at once; None: as many as the index entries and
+    /// bucket memory of a batch allow.
+    pub windows_per_batch: Option<u32>,
+    /// Least sorted entries one accumulation thread adds (0: the chunk sizing's own choice).
+    pub min_chunk: u32,
     /// How bucket points are added up.
     pub accumulate: Accumulate,
+    /// Print each MSM's per-phase device times to stderr (tuning; it adds a sync per phase).
+    pub profile: bool,
 }
 
 /// Bucket accumulation: XYZZ mixed additions, one chunk per thread; or affine additions,
@@ -33,7 +40,10 @@ impl Default for MsmOptions {
         MsmOptions {
             signed: true,
             window_bits: None,
+            windows_per_batch: None,
+            min_chunk: 0,
             accumulate: Accumulate::Auto,
+            profile: false,
         }
     }
 }

@@ -69,9 +69,7 @@ impl CudaDevice {
         ebits: u32,
         w: impl FnOnce() -> Scalar,
     ) -> Result<Arc<DevTables>, CudaError> {
-        cached(&self.ntt_cache.tables, (name, ebits), || {
-            self.upload_tables(pow_tables(w(), ebits))
-        })
+        self.tables_from(name, ebits, || pow_tables(w(), ebits))
     }
 
     /// Scalars on the device, cached under (name, log n).

@@ -1,8 +1,10 @@
 //! What the CUDA backend is told at start: which GPUs, how much of their memory, where
-//! parameters live, and how many pinned staging bytes to keep.
+//! parameters live, how many pinned staging bytes to keep, and how MSMs are cut.
 
 use std::fmt;
 use std::str::FromStr;
+
+use crate::host::MsmOptions;
 
 /// Where a proving key's bases live while it is in use.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -50,6 +52,12 @@ pub struct CudaOptions {
     pub residency: Residency,
     /// Idle page-locked witness buffers kept for reuse, in bytes.
     pub staging_pool_bytes: u64,
+    /// How the prover's MSMs are cut (the default is the tuned product path).
+    pub msm: MsmOptions,
+    /// Bases per chunk of a streamed MSM (a key whose bases stay in host memory): 4Mi is
+    /// 384 MiB of G1 or 768 MiB of G2 per buffer, three buffers in flight at most. Checks use
+    /// small chunks to cross many chunk boundaries.
+    pub stream_chunk: usize,
 }
 
 impl Default for CudaOptions {
@@ -59,6 +67,8 @@ impl Default for CudaOptions {
             vram_margin: 2 << 30,
             residency: Residency::Auto,
             staging_pool_bytes: 32 << 30,
+            msm: MsmOptions::default(),
+            stream_chunk: 1 << 22,
         }
     }
 }

@@ -3,8 +3,8 @@
 //! RESOURCE_EXHAUSTED, which cuzk's clients retry) instead of growing the daemon's memory.
 
 use crate::config::EngineConfig;
-use crate::engine::Jobs;
 use crate::job::{Job, JobId};
+use crate::jobs::Jobs;
 
 /// Longest `request_id` kept: ids are idempotency keys (UUIDs, "porep-<miner>-<sector>"), and
 /// each is held until its result expires.

@@ -180,9 +180,10 @@ impl Job {
         self.progress.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Ends the job with `outcome` unless it already ended, running `account` before any
-    /// waiter wakes; returns whether this call ended it.
-    pub fn finish(&self, outcome: JobOutcome, account: impl FnOnce(f64)) -> bool {
+    /// Ends the job with `outcome` unless it already ended, running `account` (given the
+    /// outcome and the job's total milliseconds) before any waiter wakes; returns whether this
+    /// call ended it.
+    pub fn finish(&self, outcome: JobOutcome, account: impl FnOnce(&JobOutcome, f64)) -> bool {
         let mut p = self.lock();
         if p.outcome.is_some() {
             return false;
@@ -190,8 +191,8 @@ impl Job {
         self.stop.store(true, Ordering::Release);
         p.timings.total_ms = ms(self.submitted.elapsed());
         p.finished_at = Some(Instant::now());
+        account(&outcome, p.timings.total_ms);
         p.outcome = Some(outcome);
-        account(p.timings.total_ms);
         drop(p);
         self.changed.notify_all();
         self.done.send_replace(true);

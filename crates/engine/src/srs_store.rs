@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
 use zkforge_circuits::{cached_matrices, ParamsId, PartitionedCircuit};
-use zkforge_groth16::{ConstraintMatrices, LoadedKey, ProverBackend};
+use zkforge_groth16::{
+    ConstraintMatrices, EvaluationSite, G1Affine, LoadedKey, PartitionPlan, ProverBackend,
+};
 
 use crate::budget::{MemoryBudget, Reservation};
 use crate::params_source::ParamsSource;
@@ -20,6 +22,8 @@ pub(crate) struct Resident {
     /// The circuit's constraints, when it has a recording: partitions are then assigned and
     /// their a, b, c computed by the prover.
     pub matrices: Option<Arc<ConstraintMatrices>>,
+    /// What each partition of this key holds, and where its a, b, c are computed.
+    pub plan: PartitionPlan,
     reservations: Vec<Reservation>,
 }
 
@@ -158,7 +162,8 @@ impl SrsStore {
         let lengths = self.source.lengths(id)?;
         let in_file = self.backend.prefers_key_file(&lengths);
         let mut key_bytes = if in_file {
-            (lengths.ic * 96) as u64
+            // A key left in its file keeps only its verifying key's ic points on the host.
+            (lengths.ic * std::mem::size_of::<G1Affine>()) as u64
         } else {
             lengths.decoded_bytes() as u64
         };
@@ -214,7 +219,9 @@ impl SrsStore {
                 host_bytes = key.host_bytes(),
                 "proving key loaded"
             );
+            let site = EvaluationSite::choose(matrices.is_some(), self.backend.as_ref());
             return Ok(Arc::new(Resident {
+                plan: PartitionPlan::new(&lengths, site),
                 key,
                 matrices: matrices.map(Arc::new),
                 reservations: std::iter::once(reserved).chain(extra).collect(),

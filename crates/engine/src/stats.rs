@@ -93,6 +93,46 @@ pub enum Measure {
     Job(&'static str),
 }
 
+/// A worker of the pipeline: a synthesis worker (no device) or a prover worker of a device.
+/// Its name in logs and TIMELINE events is "synth-{index}" or "prover-{device}-{index}".
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct WorkerId {
+    pub device: Option<usize>,
+    pub index: usize,
+}
+
+impl WorkerId {
+    pub fn synthesis(index: usize) -> Self {
+        Self {
+            device: None,
+            index,
+        }
+    }
+
+    pub fn prover(device: usize, index: usize) -> Self {
+        Self {
+            device: Some(device),
+            index,
+        }
+    }
+}
+
+impl std::fmt::Display for WorkerId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.device {
+            None => write!(f, "synth-{}", self.index),
+            Some(d) => write!(f, "prover-{d}-{}", self.index),
+        }
+    }
+}
+
+/// Serialized as its name, as the status JSON shows it.
+impl Serialize for WorkerId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
 /// One histogram of the status: what it times, for which proof kind.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct LatencySeries {
@@ -105,13 +145,13 @@ pub struct LatencySeries {
 #[derive(Debug, Default)]
 pub(crate) struct Stats {
     /// (kind, outcome) → jobs.
-    pub outcomes: BTreeMap<(String, &'static str), u64>,
+    pub outcomes: BTreeMap<(ProofKind, &'static str), u64>,
     pub latency: BTreeMap<(ProofKind, Measure), Histogram>,
     /// Seconds each prover device was busy, by the engine's device index (the CPU backend's
     /// one lane is index 0).
     pub device_busy_secs: Vec<f64>,
-    /// Worker name → the (job, partition) it is on.
-    pub workers: BTreeMap<String, Option<(u64, usize)>>,
+    /// Each worker that has taken a unit → the (job, partition) it is on now.
+    pub workers: BTreeMap<WorkerId, Option<(u64, usize)>>,
 }
 
 impl Stats {

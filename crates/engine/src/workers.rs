@@ -7,53 +7,30 @@ use std::time::{Duration, Instant};
 use rand::SeedableRng;
 use zkforge_groth16::synthesis::pool::with_pool;
 use zkforge_groth16::{
-    prover, reaper, verify::verify, Proof, ProofRandomness, ProveReport, Scalar, Witness,
+    prover, reaper, verify::verify, EvaluationSite, Proof, ProofRandomness, ProveReport, Scalar,
+    Witness,
 };
 
-use crate::budget::Reservation;
-use crate::engine::Shared;
 use crate::job::{ms, Job, JobOutcome};
+use crate::pipeline::{Pipeline, ProveUnit, SynthUnit};
 use crate::queue::UnitKey;
 use crate::srs_store::Resident;
-use crate::stats::{Measure, Stage};
+use crate::stats::{Measure, Stage, WorkerId};
 use crate::timeline::{StageEvent, TimelineEvent};
-
-/// A partition waiting for synthesis.
-pub(crate) struct SynthUnit {
-    pub job: Arc<Job>,
-    pub partition: usize,
-}
-
-/// A synthesized partition waiting for a prover, with the memory it holds.
-pub(crate) struct ProveUnit {
-    pub job: Arc<Job>,
-    pub partition: usize,
-    pub witness: Witness,
-    pub key: Arc<Resident>,
-    /// The witness's share of the memory budget, returned when the unit is dropped.
-    pub _memory: Reservation,
-}
-
-impl Drop for ProveUnit {
-    fn drop(&mut self) {
-        // Freeing gigabytes stalls the caller: let the reaper do it.
-        reaper::drop_later(std::mem::take(&mut self.witness));
-    }
-}
 
 /// How often a worker waiting for memory checks whether its job was cancelled.
 const POLL: Duration = Duration::from_millis(20);
 
-pub(crate) fn synthesis_loop(s: &Shared, w: usize) {
-    let name = format!("synth-{w}");
+pub(crate) fn synthesis_loop(s: &Pipeline, index: usize) {
+    let worker = WorkerId::synthesis(index);
     while let Some(unit) = s.synth_queue.pop() {
         if !unit.job.stopped() {
-            synthesize_unit(s, &name, unit);
+            synthesize_unit(s, worker, unit);
         }
     }
 }
 
-fn synthesize_unit(s: &Shared, name: &str, unit: SynthUnit) {
+fn synthesize_unit(s: &Pipeline, worker: WorkerId, unit: SynthUnit) {
     let SynthUnit { job, partition: k } = unit;
     let Some(circuits) = job.circuits() else {
         return; // the job ended meanwhile
@@ -61,7 +38,7 @@ fn synthesize_unit(s: &Shared, name: &str, unit: SynthUnit) {
     let Some(key) = parameters(s, &job) else {
         return;
     };
-    let bytes = partition_bytes(s, &key);
+    let bytes = key.plan.host_bytes();
     // The job's own key stays resident while the job runs: a witness that does not fit beside
     // it would wait for memory forever.
     let room = s.budget.total().saturating_sub(key.bytes());
@@ -115,19 +92,21 @@ fn synthesize_unit(s: &Shared, name: &str, unit: SynthUnit) {
     };
     if first_partition {
         let waited = (start - job.submitted).as_secs_f64();
-        s.stats().observe(job.kind(), Measure::QueueWait, waited);
+        s.telemetry
+            .stats()
+            .observe(job.kind(), Measure::QueueWait, waited);
     }
-    s.set_worker(name, Some((job.id, k)));
-    s.record(
+    s.telemetry.set_worker(worker, Some((job.id, k)));
+    s.telemetry.record(
         TimelineEvent::new(StageEvent::SynthStart, job.id)
             .partition(k)
-            .worker(name),
+            .worker(worker),
     );
     // Witness buffers come from the backend's pool (page-locked for a GPU), reused.
     let buffers = s.backend.scalar_pool();
     let result = catch_unwind(AssertUnwindSafe(|| {
         s.synth_pool
-            .install(|| with_pool(buffers, || synthesize(s, circuits.as_ref(), k, &key)))
+            .install(|| with_pool(buffers, || synthesize(circuits.as_ref(), k, &key)))
     }));
     let took = start.elapsed();
     {
@@ -139,13 +118,14 @@ fn synthesize_unit(s: &Shared, name: &str, unit: SynthUnit) {
         p.timings.synthesis_wall_ms = ms(end - p.first_synth.unwrap_or(start));
         p.set_stage(k, Stage::AwaitingProver);
     }
-    s.set_worker(name, None);
-    s.stats()
+    s.telemetry.set_worker(worker, None);
+    s.telemetry
+        .stats()
         .observe(job.kind(), Measure::Synthesis, took.as_secs_f64());
-    s.record(
+    s.telemetry.record(
         TimelineEvent::new(StageEvent::SynthEnd, job.id)
             .partition(k)
-            .worker(name)
+            .worker(worker)
             .duration(ms(took)),
     );
 
@@ -164,10 +144,10 @@ fn synthesize_unit(s: &Shared, name: &str, unit: SynthUnit) {
         reaper::drop_later(witness);
         return;
     }
-    s.record(
+    s.telemetry.record(
         TimelineEvent::new(StageEvent::ProveQueue, job.id)
             .partition(k)
-            .worker(name),
+            .worker(worker),
     );
     let key_order = UnitKey::new(job.priority, job.id, k);
     let unit = ProveUnit {
@@ -181,21 +161,9 @@ fn synthesize_unit(s: &Shared, name: &str, unit: SynthUnit) {
     drop(s.prove_queue.push(key_order, unit));
 }
 
-/// Host bytes one partition holds from synthesis until it is proved: the assignment, and
-/// a, b, c unless the backend computes them on its device. The key tells the shape: domain
-/// n ≥ constraints, |ic| inputs, |l| aux.
-fn partition_bytes(s: &Shared, key: &Resident) -> u64 {
-    let l = key.key.as_ref().lengths();
-    let on_device = key.matrices.is_some() && s.backend.evaluates_constraints();
-    let rows = if on_device { 0 } else { l.h + 1 };
-    Witness::estimated_bytes(rows, l.ic, l.l) as u64
-}
-
-/// Partition k's witness: assigned and left for the prover's products when the circuit has
-/// recorded matrices (computed here on the CPU if the backend does not), else synthesized
-/// in full.
+/// Partition k's witness: synthesized in full when the circuit has no recorded matrices, else
+/// assigned, with a, b, c computed here only when the key's plan puts them on the host.
 fn synthesize(
-    s: &Shared,
     circuits: &dyn zkforge_circuits::PartitionedCircuit,
     k: usize,
     key: &Resident,
@@ -204,14 +172,14 @@ fn synthesize(
         return circuits.synthesize(k);
     };
     let mut w = circuits.assign(k, m.clone())?;
-    if !s.backend.evaluates_constraints() {
+    if key.plan.site == EvaluationSite::Host {
         w.evaluate()?;
     }
     Ok(w)
 }
 
 /// The job's proving key, loading it on first use (the load's time goes to the job).
-fn parameters(s: &Shared, job: &Job) -> Option<Arc<Resident>> {
+fn parameters(s: &Pipeline, job: &Job) -> Option<Arc<Resident>> {
     let id = &job.params_id;
     let t = Instant::now();
     let circuits = job.circuits();
@@ -222,9 +190,11 @@ fn parameters(s: &Shared, job: &Job) -> Option<Arc<Resident>> {
                 prewarm_buffers(s, &key);
                 let took = ms(t.elapsed());
                 job.lock().timings.srs_load_ms += took;
-                s.stats()
+                s.telemetry
+                    .stats()
                     .observe(job.kind(), Measure::ParamsLoad, took / 1e3);
-                s.record(TimelineEvent::new(StageEvent::SrsLoadEnd, job.id).duration(took));
+                s.telemetry
+                    .record(TimelineEvent::new(StageEvent::SrsLoadEnd, job.id).duration(took));
             }
             Some(key)
         }
@@ -238,19 +208,13 @@ fn parameters(s: &Shared, job: &Job) -> Option<Arc<Resident>> {
     }
 }
 
-/// Fills the backend's buffer pool for partitions of this key before any is proved: one set
-/// of four (a, b, c, aux) per partition that can be in flight, within the memory budget.
-fn prewarm_buffers(s: &Shared, key: &Resident) {
+/// Fills the backend's buffer pool for partitions of this key before any is proved: the
+/// buffers of each partition that can be in flight, within the memory budget.
+fn prewarm_buffers(s: &Pipeline, key: &Resident) {
     let Some(pool) = s.backend.scalar_pool() else {
         return;
     };
-    let l = key.key.as_ref().lengths();
-    // A partition draws aux from the pool, and a, b, c too unless the device computes them.
-    let (per, capacity) = if key.matrices.is_some() && s.backend.evaluates_constraints() {
-        (1, l.l)
-    } else {
-        (4, (l.h + 1).max(l.l))
-    };
+    let (per, capacity) = key.plan.pooled_buffers();
     let devices = s.device_locks.len();
     let in_flight = s.config.synthesis_workers
         + s.config.prove_queue_depth
@@ -267,19 +231,19 @@ fn prewarm_buffers(s: &Shared, key: &Resident) {
     );
 }
 
-pub(crate) fn prover_loop(s: &Shared, device: usize, w: usize) {
-    let name = format!("prover-{device}-{w}");
+pub(crate) fn prover_loop(s: &Pipeline, device: usize, index: usize) {
+    let worker = WorkerId::prover(device, index);
     let mut rng = rand_chacha::ChaCha20Rng::from_entropy();
     while let Some(unit) = s.prove_queue.pop() {
         if !unit.job.stopped() {
-            prove_unit(s, &name, device, unit, &mut rng);
+            prove_unit(s, worker, device, unit, &mut rng);
         }
     }
 }
 
 fn prove_unit(
-    s: &Shared,
-    name: &str,
+    s: &Pipeline,
+    worker: WorkerId,
     device: usize,
     mut unit: ProveUnit,
     rng: &mut rand_chacha::ChaCha20Rng,
@@ -291,7 +255,7 @@ fn prove_unit(
         p.running += 1;
         p.set_stage(k, Stage::Proving);
     }
-    s.set_worker(name, Some((job.id, k)));
+    s.telemetry.set_worker(worker, Some((job.id, k)));
 
     // Backends with a kernel lock run their preparation and copies concurrently; for the others
     // the whole call is the device-exclusive region.
@@ -302,10 +266,10 @@ fn prove_unit(
             .unwrap_or_else(|e| e.into_inner())
     });
     let engine_wait = ms(waited.elapsed());
-    s.record(
+    s.telemetry.record(
         TimelineEvent::new(StageEvent::ProveStart, job.id)
             .partition(k)
-            .worker(name)
+            .worker(worker)
             .device(device)
             .lock_wait(engine_wait),
     );
@@ -325,20 +289,20 @@ fn prove_unit(
     drop(guard);
     let took = ms(start.elapsed());
     for phase in &report.phases {
-        s.timeline.record_at(
+        s.telemetry.timeline.record_at(
             start + Duration::from_secs_f64(phase.start_ms / 1e3),
             TimelineEvent::new(StageEvent::GpuPhase, job.id)
                 .partition(k)
-                .worker(name)
+                .worker(worker)
                 .device(device)
                 .phase(phase.name)
                 .duration(phase.duration_ms),
         );
     }
-    s.record(
+    s.telemetry.record(
         TimelineEvent::new(StageEvent::ProveEnd, job.id)
             .partition(k)
-            .worker(name)
+            .worker(worker)
             .device(device)
             .duration(took)
             .lock_wait(engine_wait + report.lock_wait_ms),
@@ -356,9 +320,9 @@ fn prove_unit(
         p.timings.device_ms += report.phases.iter().map(|ph| ph.duration_ms).sum::<f64>();
         p.set_stage(k, Stage::Done);
     }
-    s.set_worker(name, None);
+    s.telemetry.set_worker(worker, None);
     {
-        let mut st = s.stats();
+        let mut st = s.telemetry.stats();
         st.observe(job.kind(), Measure::Prove, took / 1e3);
         for phase in &report.phases {
             let measure = Measure::GpuPhase(phase.name);
@@ -397,7 +361,7 @@ fn prove_unit(
     }
 }
 
-fn record_proof(s: &Shared, job: &Job, k: usize, proof: Proof) {
+fn record_proof(s: &Pipeline, job: &Job, k: usize, proof: Proof) {
     let mut p = job.lock();
     if p.outcome.is_some() {
         return;

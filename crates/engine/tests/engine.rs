@@ -14,6 +14,7 @@ use rand_core::SeedableRng;
 use zkforge_circuits::{ParamsId, PartitionedCircuit, ProofKind, SyntheticCircuit, SyntheticJob};
 use zkforge_engine::{
     Engine, EngineConfig, JobOutcome, JobRequest, Priority, Stage, StageEvent, TimelineEvent,
+    WorkerId,
 };
 use zkforge_groth16::generator::generate_random_keys;
 use zkforge_groth16::{
@@ -109,6 +110,14 @@ fn completed(e: &Engine, id: u64) -> Vec<u8> {
     }
 }
 
+/// The message of job `id`, which must fail within `within`.
+fn failed(e: &Engine, id: u64, within: Duration) -> String {
+    match e.wait(id, Some(within)).unwrap().unwrap().outcome {
+        JobOutcome::Failed(msg) => msg,
+        other => panic!("{other:?}"),
+    }
+}
+
 fn events(e: &Engine, kind: StageEvent) -> Vec<TimelineEvent> {
     e.timeline()
         .into_iter()
@@ -160,7 +169,7 @@ fn two_synthesis_workers_keep_the_prover_busy() {
 fn memory_budget_bounds_the_partitions_in_flight() {
     let (_, pk) = keys();
     let c = circuit(1);
-    let partition = Witness::estimated_bytes(pk.h.len() + 1, pk.vk.ic.len(), pk.l.len()) as u64;
+    let partition = common::partition_bytes(&pk);
     let budget = resident_bytes() + 2 * partition + partition / 2;
     let cfg = EngineConfig {
         prove_queue_depth: 4,
@@ -217,7 +226,7 @@ fn an_urgent_job_preempts_partitions_waiting_for_memory() {
     // workers give their units back (two take the urgent ones), and the two left with PoRep
     // units defer to the urgent waiters for memory.
     let (_, pk) = keys();
-    let partition = Witness::estimated_bytes(pk.h.len() + 1, pk.vk.ic.len(), pk.l.len()) as u64;
+    let partition = common::partition_bytes(&pk);
     let cfg = EngineConfig {
         prove_queue_depth: 1,
         memory_budget: (pk.heap_bytes() as u64 + 2 * partition + partition / 2).to_string(),
@@ -280,7 +289,7 @@ fn an_urgent_job_loads_its_parameters_ahead_of_partitions_waiting_for_memory() {
     };
     // Both sets have this size (same shape).
     let resident = resident_bytes();
-    let partition = Witness::estimated_bytes(pk.h.len() + 1, pk.vk.ic.len(), pk.l.len()) as u64;
+    let partition = common::partition_bytes(&pk);
     let budget = resident + 2 * partition + partition / 2;
     assert!(2 * resident > budget, "the two sets must not fit together");
     let cfg = EngineConfig {
@@ -413,15 +422,8 @@ fn a_failing_job_fails_alone() {
     bad.fail_partition = Some(1);
     let bad = submit(&e, bad, None);
     let good = submit(&e, job(3, 10), None);
-    match e
-        .wait(bad, Some(Duration::from_secs(60)))
-        .unwrap()
-        .unwrap()
-        .outcome
-    {
-        JobOutcome::Failed(msg) => assert!(msg.contains("partition 1"), "{msg}"),
-        other => panic!("{other:?}"),
-    }
+    let msg = failed(&e, bad, Duration::from_secs(60));
+    assert!(msg.contains("partition 1"), "{msg}");
     assert_eq!(completed(&e, good).len(), 3 * 192);
     let s = e.status();
     assert_eq!((s.completed, s.failed), (1, 1));
@@ -469,15 +471,8 @@ fn invalid_config_and_missing_parameters_are_clear_errors() {
 
     let e = Engine::start(config(1), backend, Box::new(MemorySource(HashMap::new()))).unwrap();
     let id = submit(&e, job(1, 0), None);
-    match e
-        .wait(id, Some(Duration::from_secs(10)))
-        .unwrap()
-        .unwrap()
-        .outcome
-    {
-        JobOutcome::Failed(msg) => assert!(msg.contains("no keys for synthetic"), "{msg}"),
-        other => panic!("{other:?}"),
-    }
+    let msg = failed(&e, id, Duration::from_secs(10));
+    assert!(msg.contains("no keys for synthetic"), "{msg}");
 }
 
 #[test]
@@ -502,10 +497,9 @@ fn status_shows_partition_stages_and_workers_and_cancel_all_stops_everything() {
         synth.in_stage_ms > 10.0 && synth.in_stage_ms < 300.0,
         "{synth:?}"
     );
-    assert!(s
-        .workers
-        .iter()
-        .any(|w| w.name == "synth-0" && w.job == Some(id) && w.partition == Some(0)));
+    assert!(s.workers.iter().any(|w| w.worker == WorkerId::synthesis(0)
+        && w.job == Some(id)
+        && w.partition == Some(0)));
     assert_eq!(e.cancel_all(), 1);
     assert_eq!(
         e.wait(id, None).unwrap().unwrap().outcome,

@@ -1,7 +1,7 @@
-//! An injected device failure in one partition (`ZKFORGE_FAULT`, checked by the CPU backend at
-//! its phase boundaries): that job fails with a message naming the failure, the other jobs in
+//! An injected device failure in one partition (the CPU backend wrapped in
+//! `fault::FaultyBackend`): that job fails with a message naming the failure, the other jobs in
 //! flight complete and verify, and the engine keeps serving. The GPU variant is in
-//! scripts/gpu-faults.sh. This file holds one test: the fault counter is per process.
+//! scripts/gpu-faults.sh.
 
 mod common;
 
@@ -10,18 +10,19 @@ use std::time::Duration;
 
 use common::{engine, job, proofs_verify, submit};
 use zkforge_engine::{EngineConfig, JobOutcome};
+use zkforge_groth16::fault::{FaultPlan, FaultyBackend};
 use zkforge_groth16::CpuBackend;
 
 #[test]
 fn an_injected_msm_failure_fails_one_job_and_the_others_complete() {
-    // Read at the first prover phase, after this line: the third MSM phase fails.
-    std::env::set_var(zkforge_groth16::fault::ENV, "msm:3");
+    // The third MSM phase fails.
+    let backend = FaultyBackend::new(Arc::new(CpuBackend::new()), FaultPlan::parse("msm:3"));
     let (e, pk) = engine(
         EngineConfig {
             memory_budget: "1GiB".into(),
             ..Default::default()
         },
-        Arc::new(CpuBackend::new()),
+        Arc::new(backend),
         10,
     );
     // Four jobs of two partitions in flight at once: eight MSM phases, the third one fails.

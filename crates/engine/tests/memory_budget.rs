@@ -16,7 +16,7 @@ use std::time::Duration;
 use common::{job, keys, proofs_verify, submit};
 use zkforge_circuits::PartitionedCircuit;
 use zkforge_engine::{Engine, EngineConfig, JobOutcome, ParamsDir};
-use zkforge_groth16::{CpuBackend, ProvingKey, ReadOptions, Witness};
+use zkforge_groth16::{CpuBackend, ProvingKey, ReadOptions};
 
 const LOG_SIZE: u32 = 15;
 const JOBS: usize = 100;
@@ -75,7 +75,7 @@ fn engine_under_a_small_budget() {
     let id = job(LOG_SIZE, 1).params_id().clone();
     let pk =
         ProvingKey::read_file(&id.params_path(Path::new(&dir)), ReadOptions::default()).unwrap();
-    let witness = Witness::estimated_bytes(pk.h.len() + 1, pk.vk.ic.len(), pk.l.len()) as u64;
+    let witness = common::partition_bytes(&pk);
     let start = |budget: String| {
         let config = EngineConfig {
             synthesis_workers: 4,
@@ -180,7 +180,7 @@ fn a_finished_job_keeps_its_result_not_its_inputs() {
 fn a_witness_that_cannot_fit_beside_its_key_fails_at_once() {
     // Room for the key and half a witness: waiting could never end, the key stays resident.
     let (id, pk) = keys(10);
-    let witness = Witness::estimated_bytes(pk.h.len() + 1, pk.vk.ic.len(), pk.l.len()) as u64;
+    let witness = common::partition_bytes(&pk);
     let budget = pk.heap_bytes() as u64 + witness / 2;
     let source = common::MemorySource([(id.stem, pk)].into_iter().collect());
     let e = Engine::start(

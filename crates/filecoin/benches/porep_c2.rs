@@ -9,7 +9,8 @@
 use std::time::{Duration, Instant};
 
 use rand_core::SeedableRng;
-use zkforge_filecoin::{fixtures, params, porep, prove_all, ProofKind};
+use zkforge_filecoin::{params, porep, prove_all, ProofKind};
+use zkforge_fixtures as fixtures;
 use zkforge_groth16::{CpuBackend, ReadOptions};
 
 fn median(mut v: Vec<Duration>) -> f64 {

@@ -6,21 +6,17 @@
 //! [--sectors 2349] [--runs 3] [--threads N]`. `--kind winning` for WinningPoSt. Each side runs
 //! once to warm up, then `--runs` times; medians are printed.
 
+mod common;
+
+use common::arg;
+
 use std::time::{Duration, Instant};
 
 use filecoin_proofs_api::RegisteredPoStProof;
-use zkforge_filecoin::fixtures::sparse::{make_post, KeyedFr};
-use zkforge_filecoin::post::{post_assignments, PostRequest};
+use zkforge_filecoin::post::post_assignments;
 use zkforge_filecoin::shape::parse_sector_size;
+use zkforge_fixtures::sparse::{make_post, KeyedFr};
 use zkforge_groth16::Assignment;
-
-fn arg<T: std::str::FromStr>(args: &[String], name: &str, default: T) -> T {
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 fn proof(kind: &str, size: u64) -> RegisteredPoStProof {
     use RegisteredPoStProof::*;
@@ -63,15 +59,7 @@ fn main() {
         size >> 30,
         t.elapsed().as_secs_f64()
     );
-    let paths = post_assignments(PostRequest {
-        registered_proof: made.registered_proof,
-        randomness: made.randomness,
-        prover_id,
-        vanilla_proofs: made.vanilla,
-        partition_index: 0,
-        sector_number: None,
-    })
-    .unwrap();
+    let paths = post_assignments(made.request(prover_id, 0)).unwrap();
 
     let (native_t, native) = timed(runs, || paths.native(threads).unwrap());
     let (gadgets_t, gadgets) = timed(runs, || paths.witness_only(&native).unwrap());

@@ -12,24 +12,20 @@
 //! one): the whole-sector check on a many-core box is
 //! `--partitions all --jobs 8 --threads 1 --warmup 0`.
 
+mod common;
+
+use common::arg;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
 use filecoin_proofs_api::RegisteredUpdateProof;
-use zkforge_filecoin::fixtures::sparse::make_snap;
 use zkforge_filecoin::shape::parse_sector_size;
-use zkforge_filecoin::snap::{snap_assignments, SnapAssignments, SnapRequest};
+use zkforge_filecoin::snap::{snap_assignments, SnapAssignments};
+use zkforge_fixtures::sparse::make_snap;
 use zkforge_groth16::synthesis::pool::with_pool;
 use zkforge_groth16::{Assignment, Scalar, ScalarPool};
-
-fn arg<T: std::str::FromStr>(args: &[String], name: &str, default: T) -> T {
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 fn proof(size: u64) -> RegisteredUpdateProof {
     use RegisteredUpdateProof::*;
@@ -141,14 +137,7 @@ fn main() {
         "SnapDeals {size} bytes: sparse vanilla proofs made and verified in {:.1} s",
         t.elapsed().as_secs_f64()
     );
-    let paths = snap_assignments(SnapRequest {
-        registered_proof: made.registered_proof,
-        vanilla_proofs: made.vanilla,
-        comm_r_old: made.comm_r_old,
-        comm_r_new: made.comm_r_new,
-        comm_d_new: made.comm_d_new,
-    })
-    .unwrap();
+    let paths = snap_assignments(made.request()).unwrap();
     let l = paths.layout(0).unwrap();
     let total = l.total();
     println!(

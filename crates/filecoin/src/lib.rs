@@ -1,13 +1,15 @@
 //! Filecoin's SNARK circuits from the official crates, turned into zkforge witnesses one
-//! partition at a time, plus the parameter files and test fixtures around them.
+//! partition at a time, plus the parameter files around them (test inputs are made by the
+//! `zkforge-fixtures` crate, outside the product).
 //!
-//! A client request (a PoRep C1 output, PoSt or SnapDeals vanilla proofs) becomes a
-//! [`PartitionedCircuit`]: the unit list the engine schedules. Each partition synthesizes into
-//! a [`Witness`] that any prover backend proves against the circuit's `.params`. What a request
-//! may carry is bounded by the protocol ([`limits`]) and checked before anything is sized from it.
+//! A client request, typed as a [`ProofRequest`] (a PoRep C1 output, PoSt or SnapDeals vanilla
+//! proofs), becomes a [`PartitionedCircuit`]: the unit list the engine schedules. Each
+//! partition synthesizes into a [`Witness`] that any prover backend proves against the
+//! circuit's `.params`. What a request may carry is bounded by the protocol ([`limits`]) and
+//! checked before anything is sized from it.
 
 mod base64_list;
-pub mod fixtures;
+mod hex;
 pub mod limits;
 pub mod native;
 pub mod param_digest;
@@ -16,13 +18,17 @@ pub mod porep;
 pub mod post;
 pub mod post_partition;
 pub mod prove;
+pub mod registered_proof;
 pub mod registry;
+pub mod request;
 pub mod shape;
 pub mod snap;
 mod untrusted;
 
 pub use base64_list::decode_base64_list;
+pub use hex::{hex, unhex32};
 pub use limits::{max_vanilla_proofs, MAX_PARTITIONS_PER_DEADLINE};
-pub use params::params_id;
 pub use prove::prove_all;
+pub use registered_proof::{params_id, RegisteredProof};
+pub use request::ProofRequest;
 pub use zkforge_circuits::{ParamsId, PartitionedCircuit, ProofKind};

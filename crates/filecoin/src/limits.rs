@@ -14,7 +14,7 @@
 use anyhow::Result;
 use filecoin_proofs::SectorUpdateConfig;
 
-use crate::fixtures::{seal_proof_for, update_proof_for, window_post_for, winning_post_for};
+use crate::registered_proof::RegisteredProof;
 use crate::ProofKind;
 
 /// Partitions one WindowPoSt deadline can hold: builtin-actors' miner policy
@@ -27,15 +27,14 @@ pub const MAX_PARTITIONS_PER_DEADLINE: usize = 3000;
 /// proof per partition (16 at 32 GiB), PoRep 0 (its vanilla proofs are inside the C1 output).
 /// An unsupported sector size is an error naming it.
 pub fn max_vanilla_proofs(kind: ProofKind, sector_size: u64) -> Result<usize> {
-    Ok(match kind {
-        ProofKind::PoRep => {
-            crate::shape::check_supported(sector_size)?;
-            0
+    Ok(match RegisteredProof::current(kind, sector_size)? {
+        // Its vanilla proofs are inside the C1 output.
+        RegisteredProof::PoRep(_) => 0,
+        RegisteredProof::WinningPost(p) | RegisteredProof::WindowPost(p) => {
+            p.as_v1_config().sector_count
         }
-        ProofKind::WinningPost => winning_post_for(sector_size)?.as_v1_config().sector_count,
-        ProofKind::WindowPost => window_post_for(sector_size)?.as_v1_config().sector_count,
-        ProofKind::SnapDeals => {
-            let config = update_proof_for(seal_proof_for(sector_size)?)?.as_v1_config();
+        RegisteredProof::SnapDeals(p) => {
+            let config = p.as_v1_config();
             usize::from(SectorUpdateConfig::from_porep_config(&config).update_partitions)
         }
     })

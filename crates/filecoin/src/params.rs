@@ -1,4 +1,5 @@
-//! Filecoin parameter files: names, lookup, loading, and random test generation.
+//! Filecoin parameter files: where they live, writing them under a lock, and random test
+//! generation (a set's name comes from [`crate::registered_proof::params_id`]).
 
 use std::path::{Path, PathBuf};
 
@@ -19,19 +20,6 @@ pub fn parameter_dir(explicit: Option<&Path>) -> PathBuf {
         .map(Path::to_path_buf)
         .or_else(|| std::env::var_os("FIL_PROOFS_PARAMETER_CACHE").map(PathBuf::from))
         .unwrap_or_else(|| PathBuf::from(DEFAULT_DIR))
-}
-
-/// The parameter set named by storage-proofs' cache identifier.
-pub fn params_id(kind: ProofKind, sector_size: u64, cache_identifier: &str) -> ParamsId {
-    let stem = format!(
-        "v{}-{cache_identifier}",
-        storage_proofs_core::parameter_cache::VERSION
-    );
-    ParamsId {
-        kind,
-        sector_size,
-        stem,
-    }
 }
 
 /// The cache the demo, tests and benchmarks share: `$ZKFORGE_CACHE`, else

@@ -27,7 +27,7 @@ use zkforge_groth16::synthesis::pool;
 use zkforge_groth16::{Assignment, ConstraintMatrices, ScalarPool, Witness};
 
 use crate::native::{self, ChallengeSource, CircuitShape, PartitionValues, PoRepLayout};
-use crate::params::params_id;
+use crate::registered_proof::params_id;
 use crate::shape::with_tree;
 use crate::untrusted::refusing_panics;
 use crate::{ParamsId, PartitionedCircuit, ProofKind};
@@ -470,10 +470,6 @@ impl<Tree: 'static + MerkleTreeTrait> NativePoRep for PoRepCircuits<Tree> {
 type Compound<Tree> = StackedCompound<Tree, DefaultPieceHasher>;
 
 impl<Tree: 'static + MerkleTreeTrait> PartitionedCircuit for PoRepCircuits<Tree> {
-    fn kind(&self) -> ProofKind {
-        ProofKind::PoRep
-    }
-
     fn params_id(&self) -> &ParamsId {
         &self.params_id
     }

@@ -27,8 +27,8 @@ use zkforge_groth16::{Assignment, ConstraintMatrices, Witness};
 
 use crate::limits::MAX_PARTITIONS_PER_DEADLINE;
 use crate::native;
-use crate::params::params_id;
 use crate::post_partition::{partition_public_inputs, verify_partition, Domain};
+use crate::registered_proof::params_id;
 use crate::shape::{format_sector_size, with_tree};
 use crate::untrusted::refusing_panics;
 use crate::{ParamsId, PartitionedCircuit, ProofKind};
@@ -99,6 +99,11 @@ pub fn post_params_id(proof: RegisteredPoStProof) -> Result<ParamsId> {
 pub fn post_matrices(proof: RegisteredPoStProof) -> Result<ConstraintMatrices> {
     let size = u64::from(proof.sector_size());
     with_tree!(size, matrices_for_tree, &proof.as_v1_config())
+}
+
+/// WinningPoSt or WindowPoSt: which one a registered PoSt proof is.
+pub fn post_kind(proof: RegisteredPoStProof) -> ProofKind {
+    kind(&proof.as_v1_config())
 }
 
 fn kind(config: &PoStConfig) -> ProofKind {
@@ -425,10 +430,6 @@ impl<Tree: 'static + MerkleTreeTrait> PostCircuits<Tree> {
 }
 
 impl<Tree: 'static + MerkleTreeTrait> PartitionedCircuit for PostCircuits<Tree> {
-    fn kind(&self) -> ProofKind {
-        self.params_id.kind
-    }
-
     fn params_id(&self) -> &ParamsId {
         &self.params_id
     }

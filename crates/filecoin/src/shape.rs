@@ -33,8 +33,12 @@ pub fn by_size<T: Copy>(sector_size: u64, per_size: [T; 5]) -> Result<T> {
         .expect("checked above")])
 }
 
-/// Calls `$f::<Tree>(args)` with the tree shape of `$size`, or returns an error.
-macro_rules! with_tree {
+/// Calls `$f::<Tree>(args)` with the tree shape of `$size`, or returns an error. Exported (as
+/// [`with_tree`]) for the fixtures crate, whose sparse trees are built per shape too; the
+/// caller needs `filecoin_proofs` among its dependencies.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __with_tree {
     ($size:expr, $f:ident $(, $args:expr)* $(,)?) => {{
         use filecoin_proofs::constants as c;
         match $size {
@@ -48,7 +52,7 @@ macro_rules! with_tree {
     }};
 }
 
-pub(crate) use with_tree;
+pub use crate::__with_tree as with_tree;
 
 /// Parses "2KiB", "32GiB", "2048"...
 pub fn parse_sector_size(s: &str) -> Result<u64> {

@@ -33,7 +33,7 @@ use zkforge_groth16::synthesis::pool;
 use zkforge_groth16::{Assignment, ConstraintMatrices, MatrixRecorder, Witness};
 
 use crate::native::{self, SnapChallenge, SnapLayout, SnapPartition};
-use crate::params::params_id;
+use crate::registered_proof::params_id;
 use crate::shape::{format_sector_size, with_tree};
 use crate::untrusted::refusing_panics;
 use crate::{ParamsId, PartitionedCircuit, ProofKind};
@@ -334,10 +334,6 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SnapAssignments for 
 impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> PartitionedCircuit
     for SnapCircuits<Tree>
 {
-    fn kind(&self) -> ProofKind {
-        ProofKind::SnapDeals
-    }
-
     fn params_id(&self) -> &ParamsId {
         &self.params_id
     }

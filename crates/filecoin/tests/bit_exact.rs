@@ -7,11 +7,11 @@
 
 mod common;
 
-use zkforge_filecoin::fixtures::sparse::{make_post, make_snap, KeyedFr};
-use zkforge_filecoin::fixtures::{read_base64_list, unhex32};
 use zkforge_filecoin::post::{post_circuits, PostRequest};
 use zkforge_filecoin::snap::{snap_assignments, snap_circuits, SnapRequest};
 use zkforge_filecoin::{porep, PartitionedCircuit};
+use zkforge_fixtures::sparse::{make_post, make_snap, KeyedFr};
+use zkforge_fixtures::{read_base64_list, unhex32};
 use zkforge_groth16::Scalar;
 
 fn first_difference(a: &[Scalar], b: &[Scalar]) -> Option<usize> {
@@ -25,14 +25,19 @@ fn assert_bit_exact(name: &str, circuits: &dyn PartitionedCircuit) {
     for k in 0..circuits.partitions() {
         let reference = circuits.synthesize(k).unwrap();
         let mut ours = circuits.assign(k, matrices.clone()).unwrap();
-        assert!(ours.a.is_empty(), "{name}: the product path defers a, b, c");
+        assert!(
+            ours.evaluated().is_none(),
+            "{name}: the product path defers a, b, c"
+        );
         ours.evaluate().unwrap();
+        let [a, b, c] = ours.evaluated().unwrap();
+        let [ref_a, ref_b, ref_c] = reference.evaluated().unwrap();
         for (what, x, y) in [
-            ("inputs", &ours.inputs, &reference.inputs),
+            ("inputs", &ours.inputs[..], &reference.inputs[..]),
             ("aux", &ours.aux, &reference.aux),
-            ("a", &ours.a, &reference.a),
-            ("b", &ours.b, &reference.b),
-            ("c", &ours.c, &reference.c),
+            ("a", a, ref_a),
+            ("b", b, ref_b),
+            ("c", c, ref_c),
         ] {
             if let Some(i) = first_difference(x, y) {
                 panic!(
@@ -56,7 +61,7 @@ fn assert_bit_exact(name: &str, circuits: &dyn PartitionedCircuit) {
             "{name}: B-aux density"
         );
         assert!(
-            reference.a.len() > 1000,
+            reference.num_constraints() > 1000,
             "{name}: a real circuit, not an empty one"
         );
     }
@@ -147,14 +152,7 @@ fn native_post_witnesses_equal_the_reference_at_32_and_64_gib() {
     let prover_id = KeyedFr::new(b"test prover", 1).bytes(0);
     for proof in [StackedDrgWinning32GiBV1, StackedDrgWinning64GiBV1] {
         let made = make_post(proof, 1, prover_id, 7, &()).unwrap();
-        let req = PostRequest {
-            registered_proof: made.registered_proof,
-            randomness: made.randomness,
-            prover_id,
-            vanilla_proofs: made.vanilla,
-            partition_index: 0,
-            sector_number: None,
-        };
+        let req = made.request(prover_id, 0);
         assert_bit_exact(&format!("{proof:?}"), post_circuits(req).unwrap().as_ref());
     }
 }
@@ -170,14 +168,7 @@ fn native_snap_assignments_equal_the_gadgets_on_every_8_mib_partition() {
         &(),
     )
     .unwrap();
-    let paths = snap_assignments(SnapRequest {
-        registered_proof: made.registered_proof,
-        vanilla_proofs: made.vanilla,
-        comm_r_old: made.comm_r_old,
-        comm_r_new: made.comm_r_new,
-        comm_d_new: made.comm_d_new,
-    })
-    .unwrap();
+    let paths = snap_assignments(made.request()).unwrap();
     assert_eq!(paths.partitions(), 4);
     let mut previous = None;
     for k in 0..4 {

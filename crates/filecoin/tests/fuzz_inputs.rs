@@ -17,10 +17,10 @@ use base64::Engine as _;
 use proptest::prelude::*;
 use proptest::sample::Index;
 use serde_json::Value;
-use zkforge_filecoin::fixtures::{self, read_base64_list, unhex32, Manifest};
 use zkforge_filecoin::post::{post_circuits, prover_id_from_miner, PostRequest};
 use zkforge_filecoin::snap::{snap_circuits, SnapRequest};
 use zkforge_filecoin::{porep, PartitionedCircuit, MAX_PARTITIONS_PER_DEADLINE};
+use zkforge_fixtures::{self as fixtures, read_base64_list, unhex32, Manifest};
 
 #[global_allocator]
 static ALLOC: fuzz::Recording = fuzz::Recording;

@@ -52,7 +52,7 @@ fn native_assignment_equals_the_reference_witness_at_2kib() {
 /// --reference` (the 32 GiB reference needs ~17 GB).
 #[test]
 fn native_assignment_equals_the_reference_on_a_sparse_8mib_c1() {
-    let sparse = zkforge_filecoin::fixtures::sparse::make_c1(8 << 20, 5, &()).unwrap();
+    let sparse = zkforge_fixtures::sparse::make_c1(8 << 20, 5, &()).unwrap();
     let circuits = porep::porep_native(sparse.c1).unwrap();
     let reference = circuits.circuits().synthesize(0).unwrap();
     let ours = circuits.assignment(0, 2).unwrap();

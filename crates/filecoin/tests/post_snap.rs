@@ -3,10 +3,10 @@
 
 mod common;
 
-use zkforge_filecoin::fixtures::{read_base64_list, unhex32, Manifest};
 use zkforge_filecoin::post::{post_circuits, prover_id_from_miner, PostRequest};
 use zkforge_filecoin::snap::{snap_circuits, SnapRequest};
 use zkforge_filecoin::{PartitionedCircuit, ProofKind};
+use zkforge_fixtures::{read_base64_list, unhex32, Manifest};
 
 fn prove(kind: ProofKind, circuits: &dyn PartitionedCircuit) -> Vec<u8> {
     assert_eq!(circuits.kind(), kind);

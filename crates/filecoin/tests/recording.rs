@@ -66,36 +66,54 @@ fn same(
 #[test]
 fn porep_recorded_from_one_challenge_equals_the_whole_recording() {
     use RegisteredSealProof::*;
-    same(
-        "PoRep 2 KiB",
-        || porep::porep_matrices(StackedDrg2KiBV1_1).unwrap(),
-        || whole_porep::<SectorShape2KiB>(StackedDrg2KiBV1_1),
-    );
-    same(
-        "PoRep 8 MiB",
-        || porep::porep_matrices(StackedDrg8MiBV1_1).unwrap(),
-        || whole_porep::<SectorShape8MiB>(StackedDrg8MiBV1_1),
-    );
+    let cases: [(_, _, fn(_) -> _); 2] = [
+        (
+            "PoRep 2 KiB",
+            StackedDrg2KiBV1_1,
+            whole_porep::<SectorShape2KiB>,
+        ),
+        (
+            "PoRep 8 MiB",
+            StackedDrg8MiBV1_1,
+            whole_porep::<SectorShape8MiB>,
+        ),
+    ];
+    for (name, proof, whole) in cases {
+        same(
+            name,
+            || porep::porep_matrices(proof).unwrap(),
+            || whole(proof),
+        );
+    }
 }
 
 #[test]
 fn post_recorded_from_one_sector_equals_the_whole_recording() {
     use RegisteredPoStProof::*;
-    same(
-        "WindowPoSt 2 KiB",
-        || post::post_matrices(StackedDrgWindow2KiBV1_2).unwrap(),
-        || whole_post::<SectorShape2KiB>(StackedDrgWindow2KiBV1_2),
-    );
-    same(
-        "WinningPoSt 2 KiB",
-        || post::post_matrices(StackedDrgWinning2KiBV1).unwrap(),
-        || whole_post::<SectorShape2KiB>(StackedDrgWinning2KiBV1),
-    );
-    same(
-        "WinningPoSt 32 GiB",
-        || post::post_matrices(StackedDrgWinning32GiBV1).unwrap(),
-        || whole_post::<SectorShape32GiB>(StackedDrgWinning32GiBV1),
-    );
+    let cases: [(_, _, fn(_) -> _); 3] = [
+        (
+            "WindowPoSt 2 KiB",
+            StackedDrgWindow2KiBV1_2,
+            whole_post::<SectorShape2KiB>,
+        ),
+        (
+            "WinningPoSt 2 KiB",
+            StackedDrgWinning2KiBV1,
+            whole_post::<SectorShape2KiB>,
+        ),
+        (
+            "WinningPoSt 32 GiB",
+            StackedDrgWinning32GiBV1,
+            whole_post::<SectorShape32GiB>,
+        ),
+    ];
+    for (name, proof, whole) in cases {
+        same(
+            name,
+            || post::post_matrices(proof).unwrap(),
+            || whole(proof),
+        );
+    }
 }
 
 /// The 32 GiB PoRep and WindowPoSt circuits, both ways (by hand: minutes of one core and

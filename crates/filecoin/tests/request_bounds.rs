@@ -14,7 +14,6 @@ use filecoin_proofs::parameters::{window_post_public_params, winning_post_public
 use filecoin_proofs_api::{RegisteredPoStProof, RegisteredUpdateProof};
 use storage_proofs_core::compound_proof::CompoundProof;
 use storage_proofs_post::fallback::{self, FallbackPoStCompound, PublicSector};
-use zkforge_filecoin::fixtures::sparse::{make_post, make_snap, KeyedFr, SparsePost, SparseSnap};
 use zkforge_filecoin::post::{post_circuits, PostRequest};
 use zkforge_filecoin::post_partition::partition_public_inputs;
 use zkforge_filecoin::snap::{snap_circuits, SnapRequest};
@@ -22,6 +21,7 @@ use zkforge_filecoin::{
     decode_base64_list, max_vanilla_proofs, PartitionedCircuit, ProofKind,
     MAX_PARTITIONS_PER_DEADLINE,
 };
+use zkforge_fixtures::sparse::{make_post, make_snap, KeyedFr, SparsePost, SparseSnap};
 
 use RegisteredPoStProof::{
     StackedDrgWindow2KiBV1, StackedDrgWindow2KiBV1_2, StackedDrgWinning2KiBV1,
@@ -35,14 +35,7 @@ fn prover_id() -> [u8; 32] {
 }
 
 fn request(made: &SparsePost, partition_index: usize) -> PostRequest {
-    PostRequest {
-        registered_proof: made.registered_proof,
-        randomness: made.randomness,
-        prover_id: prover_id(),
-        vanilla_proofs: made.vanilla.clone(),
-        partition_index,
-        sector_number: None,
-    }
+    made.request(prover_id(), partition_index)
 }
 
 fn snap_request(made: &SparseSnap, as_proof: RegisteredUpdateProof, copies: usize) -> SnapRequest {
@@ -411,7 +404,7 @@ fn max_vanilla_proofs_per_kind_and_size() {
 #[test]
 fn c1_formats_are_told_apart_and_refused_by_name() {
     let out = tempfile::tempdir().unwrap();
-    let m = zkforge_filecoin::fixtures::make_sparse(2048, out.path(), 5, &[], &()).unwrap();
+    let m = zkforge_fixtures::make_sparse(2048, out.path(), 5, &[], &()).unwrap();
     let read = |p: &std::path::Path| std::fs::read(out.path().join(p)).unwrap();
     let (wrapper, raw) = (read(&m.c1_wrapper), read(&m.c1_raw));
     let parse = |bytes: &[u8]| zkforge_filecoin::porep::parse_c1(bytes);

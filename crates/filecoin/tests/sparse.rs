@@ -17,11 +17,9 @@ use filecoin_proofs::{PaddedBytesAmount, UnpaddedBytesAmount};
 use filecoin_proofs_api::seal::SealCommitPhase1Output;
 use serde_json::Value;
 use storage_proofs_core::merkle::MerkleProofTrait;
-use zkforge_filecoin::fixtures::sparse::{
-    self, labels, ChallengeCheck, ColumnRole, SelfCheckError,
-};
-use zkforge_filecoin::fixtures::{self, Sealing};
 use zkforge_filecoin::{porep, PartitionedCircuit, ProofKind};
+use zkforge_fixtures::sparse::{self, labels, ChallengeCheck, ColumnRole, SelfCheckError};
+use zkforge_fixtures::{self as fixtures, Sealing};
 use zkforge_groth16::ReadOptions;
 
 const SIZE_32G: u64 = 32 << 30;

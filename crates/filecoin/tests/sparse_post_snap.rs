@@ -5,11 +5,11 @@
 
 mod common;
 
-use zkforge_filecoin::fixtures::sparse::{make_post, make_snap};
-use zkforge_filecoin::fixtures::{self, read_base64_list, unhex32};
-use zkforge_filecoin::post::{post_circuits, PostRequest};
+use zkforge_filecoin::post::post_circuits;
 use zkforge_filecoin::snap::{snap_circuits, SnapRequest};
 use zkforge_filecoin::ProofKind;
+use zkforge_fixtures::sparse::{make_post, make_snap};
+use zkforge_fixtures::{self as fixtures, read_base64_list, unhex32};
 
 #[test]
 fn sparse_2kib_post_inputs_prove_and_filecoin_proofs_accepts_them() {
@@ -61,14 +61,7 @@ fn sparse_32gib_post_vanilla_proofs_pass_the_vanilla_verifier() {
 
     // zkforge's own request path takes them (it lays out and verifies the partition again).
     for made in [&winning, &window] {
-        let req = PostRequest {
-            registered_proof: made.registered_proof,
-            randomness: made.randomness,
-            prover_id,
-            vanilla_proofs: made.vanilla.clone(),
-            partition_index: 0,
-            sector_number: None,
-        };
+        let req = made.request(prover_id, 0);
         assert_eq!(post_circuits(req).unwrap().partitions(), 1);
     }
 
@@ -122,12 +115,5 @@ fn sparse_32gib_snap_partition_proofs_pass_the_vanilla_verifier() {
     assert_ne!(made.comm_r_old, made.comm_r_new);
     let again = make_snap(StackedDrg32GiBV1, 3, &()).unwrap();
     assert_eq!(again.vanilla, made.vanilla, "deterministic");
-    let req = SnapRequest {
-        registered_proof: made.registered_proof,
-        vanilla_proofs: made.vanilla,
-        comm_r_old: made.comm_r_old,
-        comm_r_new: made.comm_r_new,
-        comm_d_new: made.comm_d_new,
-    };
-    assert_eq!(snap_circuits(req).unwrap().partitions(), 16);
+    assert_eq!(snap_circuits(made.request()).unwrap().partitions(), 16);
 }

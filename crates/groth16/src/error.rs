@@ -42,9 +42,6 @@ pub enum Error {
         backend: &'static str,
         message: String,
     },
-
-    #[error(transparent)]
-    InjectedFault(#[from] crate::fault::InjectedFault),
 }
 
 impl Error {

@@ -1,19 +1,30 @@
-//! Test-only fault injection at the prover backends' phase boundaries.
-//!
-//! `ZKFORGE_FAULT=<phase>:<n>` makes the n-th call (1-based, counted in this process across
-//! every worker) of a phase fail the way a device or driver failure would, so that tests and
+//! Test support (feature `fault-injection`, off in the product): a prover backend that wraps
+//! another and fails chosen calls the way a device or driver failure would, so that tests and
 //! the device scripts can check that one failed partition fails its own job only and the
-//! backend keeps serving. Several faults: `msm:3,ntt:5`. Phases: `ntt` (the h step) and `msm`
-//! on both backends, `h2d` (witness upload) on CUDA. The variable is read once, at the first
-//! check; unset (as in production) a check is one atomic load.
+//! backend keeps serving.
+//!
+//! A plan `<phase>:<n>` fails the n-th call (1-based, counted across every worker of the
+//! wrapper) of a phase; several faults: `msm:3,ntt:5`. Each `query_sums_on` call passes through
+//! the phases `h2d` (the witness upload), `ntt` (the h step) and `msm` in that order, and stops
+//! at the first that fails, as the backends' own phases do: a call failed at `ntt` never
+//! reaches its `msm`. `zkforge daemon` built with the feature reads the plan from
+//! `ZKFORGE_FAULT` ([`from_env`]).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
-/// The environment variable that arms faults.
+use crate::{
+    DeviceInfo, Error, KeyRef, ProveReport, ProverBackend, QueryLengths, QuerySums, Result,
+    ScalarPool, Witness,
+};
+
+/// The environment variable a binary built with fault injection reads its plan from.
 pub const ENV: &str = "ZKFORGE_FAULT";
 
-/// The failure a check reports when its call is the armed one.
+/// The phases of one prover call, in the order a call enters them.
+const PHASES: [&str; 3] = ["h2d", "ntt", "msm"];
+
+/// The failure a call reports when it is an armed one.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("injected fault ({ENV}): {phase} call {call} failed")]
 pub struct InjectedFault {
@@ -24,73 +35,141 @@ pub struct InjectedFault {
 struct Armed {
     phase: String,
     call: u64,
+    /// Calls of `phase` seen so far.
+    seen: AtomicU64,
 }
 
-struct Plan {
+/// Which calls of which phases fail.
+pub struct FaultPlan {
     faults: Vec<Armed>,
-    /// Calls seen so far, per fault (a phase may be armed for several calls).
-    seen: Vec<AtomicU64>,
 }
 
-static ANY: AtomicBool = AtomicBool::new(true);
-static PLAN: OnceLock<Plan> = OnceLock::new();
-
-/// Parses `phase:n[,phase:n]`; malformed entries are reported and skipped.
-fn parse(spec: &str) -> Vec<Armed> {
-    spec.split(',')
-        .map(str::trim)
-        .filter(|e| !e.is_empty())
-        .filter_map(|entry| {
-            let parsed = entry
-                .split_once(':')
-                .and_then(|(p, n)| Some((p.trim(), n.trim().parse::<u64>().ok()?)))
-                .filter(|(p, n)| !p.is_empty() && *n > 0);
-            if parsed.is_none() {
-                tracing::error!("{ENV}: ignoring {entry:?} (use phase:n, n from 1)");
-            }
-            parsed.map(|(phase, call)| Armed {
-                phase: phase.to_string(),
-                call,
+impl FaultPlan {
+    /// Parses `phase:n[,phase:n]`; malformed entries are reported and skipped.
+    pub fn parse(spec: &str) -> Self {
+        let faults = spec
+            .split(',')
+            .map(str::trim)
+            .filter(|e| !e.is_empty())
+            .filter_map(|entry| {
+                let parsed = entry
+                    .split_once(':')
+                    .and_then(|(p, n)| Some((p.trim(), n.trim().parse::<u64>().ok()?)))
+                    .filter(|(p, n)| !p.is_empty() && *n > 0);
+                if parsed.is_none() {
+                    tracing::error!("{ENV}: ignoring {entry:?} (use phase:n, n from 1)");
+                }
+                parsed.map(|(phase, call)| Armed {
+                    phase: phase.to_string(),
+                    call,
+                    seen: AtomicU64::new(0),
+                })
             })
-        })
-        .collect()
+            .collect();
+        Self { faults }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.faults.is_empty()
+    }
+
+    /// Counts a call entering `phase`; an error when it is an armed one.
+    fn enter(&self, phase: &str) -> std::result::Result<(), InjectedFault> {
+        for fault in self.faults.iter().filter(|f| f.phase == phase) {
+            if fault.seen.fetch_add(1, Ordering::SeqCst) + 1 == fault.call {
+                tracing::warn!("{ENV}: failing {phase} call {}", fault.call);
+                return Err(InjectedFault {
+                    phase: phase.to_string(),
+                    call: fault.call,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn describe(&self) -> String {
+        let list: Vec<String> = self
+            .faults
+            .iter()
+            .map(|f| format!("{}:{}", f.phase, f.call))
+            .collect();
+        list.join(",")
+    }
 }
 
-fn plan() -> &'static Plan {
-    PLAN.get_or_init(|| {
-        let faults = std::env::var(ENV).map(|s| parse(&s)).unwrap_or_default();
-        if faults.is_empty() {
-            ANY.store(false, Ordering::Relaxed);
-        } else {
-            let list: Vec<String> = faults
-                .iter()
-                .map(|f| format!("{}:{}", f.phase, f.call))
-                .collect();
-            tracing::warn!("{ENV} armed: {}", list.join(","));
-        }
-        Plan {
-            seen: faults.iter().map(|_| AtomicU64::new(0)).collect(),
-            faults,
-        }
-    })
+/// `inner`, except that the calls `plan` names fail with an [`InjectedFault`].
+pub struct FaultyBackend {
+    inner: Arc<dyn ProverBackend>,
+    plan: FaultPlan,
 }
 
-/// Called by a backend as it enters `phase`; an error when this call is an armed one.
-pub fn check(phase: &str) -> Result<(), InjectedFault> {
-    if !ANY.load(Ordering::Relaxed) {
-        return Ok(());
+impl FaultyBackend {
+    pub fn new(inner: Arc<dyn ProverBackend>, plan: FaultPlan) -> Self {
+        tracing::warn!("{ENV} armed: {}", plan.describe());
+        Self { inner, plan }
     }
-    let plan = plan();
-    for (fault, seen) in plan.faults.iter().zip(&plan.seen) {
-        if fault.phase == phase && seen.fetch_add(1, Ordering::SeqCst) + 1 == fault.call {
-            tracing::warn!("{ENV}: failing {phase} call {}", fault.call);
-            return Err(InjectedFault {
-                phase: phase.to_string(),
-                call: fault.call,
-            });
+}
+
+/// `backend` wrapped with the plan in `ZKFORGE_FAULT`, or `backend` itself when it is unset or
+/// names no valid fault.
+pub fn from_env(backend: Arc<dyn ProverBackend>) -> Arc<dyn ProverBackend> {
+    let plan = std::env::var(ENV)
+        .map(|s| FaultPlan::parse(&s))
+        .unwrap_or_else(|_| FaultPlan::parse(""));
+    if plan.is_empty() {
+        return backend;
+    }
+    Arc::new(FaultyBackend::new(backend, plan))
+}
+
+impl ProverBackend for FaultyBackend {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+
+    fn devices(&self) -> Vec<DeviceInfo> {
+        self.inner.devices()
+    }
+
+    fn locks_devices(&self) -> bool {
+        self.inner.locks_devices()
+    }
+
+    fn scalar_pool(&self) -> Option<Arc<ScalarPool>> {
+        self.inner.scalar_pool()
+    }
+
+    fn pinned_memory(&self) -> (u64, u64) {
+        self.inner.pinned_memory()
+    }
+
+    fn evaluates_constraints(&self) -> bool {
+        self.inner.evaluates_constraints()
+    }
+
+    fn prefers_key_file(&self, lengths: &QueryLengths) -> bool {
+        self.inner.prefers_key_file(lengths)
+    }
+
+    fn key_on_device(&self, key: KeyRef<'_>) -> bool {
+        self.inner.key_on_device(key)
+    }
+
+    fn query_sums_on(
+        &self,
+        device: usize,
+        key: KeyRef<'_>,
+        witness: Witness,
+        report: &mut ProveReport,
+    ) -> Result<QuerySums> {
+        for phase in PHASES {
+            self.plan.enter(phase).map_err(|fault| Error::Backend {
+                backend: self.inner.name(),
+                message: fault.to_string(),
+            })?;
         }
+        self.inner.query_sums_on(device, key, witness, report)
     }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -98,22 +177,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn specs_parse_and_bad_entries_are_skipped() {
-        let p = parse("msm:3, ntt:1,bogus,h2d:0,:4,msm:x");
-        let got: Vec<(&str, u64)> = p.iter().map(|a| (a.phase.as_str(), a.call)).collect();
-        assert_eq!(got, [("msm", 3), ("ntt", 1)]);
-        assert!(parse("").is_empty());
+    fn plans_parse_and_bad_entries_are_skipped() {
+        let p = FaultPlan::parse("msm:3, ntt:1,bogus,h2d:0,:4,msm:x");
+        assert_eq!(p.describe(), "msm:3,ntt:1");
+        assert!(FaultPlan::parse("").is_empty());
     }
 
     #[test]
-    fn the_message_names_the_phase_and_call() {
-        let e = InjectedFault {
-            phase: "msm".into(),
-            call: 3,
-        };
+    fn the_armed_call_fails_once_naming_its_phase() {
+        let p = FaultPlan::parse("msm:3");
+        assert!(p.enter("msm").is_ok() && p.enter("ntt").is_ok() && p.enter("msm").is_ok());
+        let e = p.enter("msm").unwrap_err();
         assert_eq!(
             e.to_string(),
             "injected fault (ZKFORGE_FAULT): msm call 3 failed"
         );
+        assert!(p.enter("msm").is_ok());
     }
 }

@@ -14,6 +14,7 @@
 //! - [`generator`]: random (test-only) keys for a circuit, fast.
 
 pub mod error;
+#[cfg(feature = "fault-injection")]
 pub mod fault;
 pub mod generator;
 pub mod msm;
@@ -31,11 +32,12 @@ pub use blstrs::{Bls12, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 pub use error::{Error, Result};
 pub use proof::Proof;
 pub use prover::{
-    CpuBackend, DeviceInfo, Phase, ProofRandomness, ProveReport, ProverBackend, QuerySums,
+    CpuBackend, DeviceInfo, EvaluationSite, PartitionPlan, Phase, ProofRandomness, ProveReport,
+    ProverBackend, QuerySums,
 };
 pub use r1cs::{ConstraintMatrices, MatrixRecorder};
 pub use srs::{KeyRef, LoadedKey, ParamsFile, ProvingKey, QueryLengths, ReadOptions, VerifyingKey};
 pub use synthesis::{
-    assign, synthesize, Assignment, AssignmentWriter, Density, HostPinner, Region, ScalarPool,
-    Witness, WitnessBuilder,
+    assign, synthesize, Assignment, AssignmentWriter, Density, Evaluations, HostPinner, Region,
+    ScalarPool, Witness, WitnessBuilder,
 };

@@ -1,18 +1,19 @@
-//! A SubmitProofRequest becomes the circuits of one job; bad fields are INVALID_ARGUMENT with
-//! the field named.
+//! A SubmitProofRequest becomes a [`ProofRequest`], whose circuits are one job; bad fields are
+//! INVALID_ARGUMENT with the field named. What the protobuf says (0 for unset, ffi's numbers,
+//! a C1 wrapper's sector number) is read here; building the circuits is the product's.
 
 use std::sync::Arc;
 
 use filecoin_proofs_api::{RegisteredPoStProof, RegisteredUpdateProof};
 use tonic::Status;
 use zkforge_circuits::PartitionedCircuit;
-use zkforge_filecoin::fixtures::{
+use zkforge_filecoin::post::{prover_id_from_miner, PostRequest};
+use zkforge_filecoin::registered_proof::{
     seal_proof_for, update_proof_for, window_post_for, winning_post_for,
 };
-use zkforge_filecoin::post::{post_circuits, prover_id_from_miner, PostRequest};
-use zkforge_filecoin::snap::{snap_circuits, SnapRequest};
+use zkforge_filecoin::snap::SnapRequest;
 use zkforge_filecoin::{decode_base64_list, max_vanilla_proofs};
-use zkforge_filecoin::{porep, ProofKind};
+use zkforge_filecoin::{porep, ProofKind, ProofRequest};
 
 use crate::{pb, wire};
 
@@ -132,9 +133,17 @@ fn update_proof(r: &pb::SubmitProofRequest) -> Result<RegisteredUpdateProof, Sta
 
 /// The circuits a request asks for. The request is taken by value so that its vanilla proofs
 /// move into the circuits instead of being copied.
-pub fn circuits(mut r: pb::SubmitProofRequest) -> Result<Arc<dyn PartitionedCircuit>, Status> {
+pub fn circuits(r: pb::SubmitProofRequest) -> Result<Arc<dyn PartitionedCircuit>, Status> {
+    proof_request(r)?
+        .circuits()
+        .map(Arc::from)
+        .map_err(|e| invalid(format!("{e:#}")))
+}
+
+/// The typed request the protobuf fields make, checked against each other.
+fn proof_request(mut r: pb::SubmitProofRequest) -> Result<ProofRequest, Status> {
     let kind = kind_of(r.proof_kind)?;
-    let circuits = match kind {
+    Ok(match kind {
         ProofKind::PoRep => {
             let (c1, sector) = porep::parse_c1_with_sector(&r.vanilla_proof)
                 .map_err(|e| invalid(format!("vanilla_proof: {e:#}")))?;
@@ -158,7 +167,7 @@ pub fn circuits(mut r: pb::SubmitProofRequest) -> Result<Arc<dyn PartitionedCirc
                     r.registered_proof, c1.registered_proof
                 )));
             }
-            porep::porep_circuits(c1)
+            ProofRequest::PoRep(c1)
         }
         ProofKind::WinningPost | ProofKind::WindowPost => {
             let registered_proof = post_proof(&r, kind)?;
@@ -172,25 +181,25 @@ pub fn circuits(mut r: pb::SubmitProofRequest) -> Result<Arc<dyn PartitionedCirc
                 partition_index: r.partition_index as usize,
                 sector_number: (r.sector_number != 0).then_some(r.sector_number),
             };
-            post_circuits(req)
+            if kind == ProofKind::WindowPost {
+                ProofRequest::WindowPost(req)
+            } else {
+                ProofRequest::WinningPost(req)
+            }
         }
         ProofKind::SnapDeals => {
             let registered_proof = update_proof(&r)?;
             let size = u64::from(registered_proof.sector_size());
             let max = max_vanilla_proofs(kind, size).map_err(invalid)?;
-            let req = SnapRequest {
+            ProofRequest::SnapDeals(SnapRequest {
                 registered_proof,
                 vanilla_proofs: vanilla_list(&mut r, max)?,
                 comm_r_old: bytes32("comm_r_old", &r.comm_r_old)?,
                 comm_r_new: bytes32("comm_r_new", &r.comm_r_new)?,
                 comm_d_new: bytes32("comm_d_new", &r.comm_d_new)?,
-            };
-            snap_circuits(req)
+            })
         }
-    };
-    circuits
-        .map(Arc::from)
-        .map_err(|e| invalid(format!("{e:#}")))
+    })
 }
 
 /// SHA-256 of everything that makes a request what it is (not its id or priority): a

@@ -2,18 +2,21 @@
 //! with filecoin-proofs; Submit+Await, timeouts, cancel, unknown ids, status, preload/evict, and
 //! bad requests that leave the daemon serving.
 
+mod common;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use tokio::sync::oneshot;
 use tonic::transport::{Channel, Endpoint};
 use tonic::Code;
 use zkforge_engine::{Engine, EngineConfig, ParamsDir};
-use zkforge_filecoin::fixtures::{self, Manifest};
 use zkforge_filecoin::{params, ProofKind};
+use zkforge_fixtures::{self as fixtures, Manifest};
 use zkforge_groth16::CpuBackend;
 use zkforge_server::pb::{self, proving_engine_client::ProvingEngineClient};
 use zkforge_server::{Access, Listen, Running};
+
+use common::{await_proof, spawn_http};
 
 /// The shared test-parameter directory (generated on first use, as the other test suites do).
 fn param_dir() -> PathBuf {
@@ -22,6 +25,26 @@ fn param_dir() -> PathBuf {
     std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &dir);
     params::ensure_test_params(ProofKind::PoRep, 2048, &dir, &()).unwrap();
     dir
+}
+
+/// GetStatus, which must answer.
+async fn get_status(c: &mut ProvingEngineClient<Channel>) -> pb::GetStatusResponse {
+    c.get_status(pb::GetStatusRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+}
+
+/// PreloadSRS of `circuit_id`: the call's own result, as refusals are checked too.
+async fn preload(
+    c: &mut ProvingEngineClient<Channel>,
+    circuit_id: &str,
+) -> Result<pb::PreloadSrsResponse, tonic::Status> {
+    c.preload_srs(pb::PreloadSrsRequest {
+        circuit_id: circuit_id.into(),
+    })
+    .await
+    .map(tonic::Response::into_inner)
 }
 
 /// A daemon on the CPU backend with the shared test parameters.
@@ -151,11 +174,7 @@ async fn prove_over_tcp_and_the_rpcs_around_it() {
         .into_inner()
         .job_id;
     assert_eq!(job, again, "same request id, same job");
-    let status = c
-        .get_status(pb::GetStatusRequest {})
-        .await
-        .unwrap()
-        .into_inner();
+    let status = get_status(&mut c).await;
     let porep = status
         .queues
         .iter()
@@ -166,23 +185,9 @@ async fn prove_over_tcp_and_the_rpcs_around_it() {
         1,
         "the submitted job shows in the queues"
     );
-    let early = c
-        .await_proof(pb::AwaitProofRequest {
-            job_id: job.clone(),
-            timeout_ms: 1,
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let early = await_proof(&mut c, &job, 1).await;
     assert_eq!(early.status, pb::ProofStatus::Timeout as i32);
-    let done = c
-        .await_proof(pb::AwaitProofRequest {
-            job_id: job,
-            timeout_ms: 0,
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let done = await_proof(&mut c, &job, 0).await;
     assert_eq!(done.status, pb::ProofStatus::Completed as i32);
     assert!(m.verify_porep(&done.proof).unwrap());
 
@@ -198,14 +203,7 @@ async fn prove_over_tcp_and_the_rpcs_around_it() {
     })
     .await
     .unwrap();
-    let r = c
-        .await_proof(pb::AwaitProofRequest {
-            job_id: job,
-            timeout_ms: 0,
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let r = await_proof(&mut c, &job, 0).await;
     assert_eq!(r.status, pb::ProofStatus::Cancelled as i32);
     let e = c
         .await_proof(pb::AwaitProofRequest {
@@ -224,11 +222,7 @@ async fn prove_over_tcp_and_the_rpcs_around_it() {
     );
 
     // Parameters: loaded by the jobs, evicted, preloaded again.
-    let status = c
-        .get_status(pb::GetStatusRequest {})
-        .await
-        .unwrap()
-        .into_inner();
+    let status = get_status(&mut c).await;
     assert_eq!(status.total_proofs_completed, 2);
     assert!(status
         .loaded_srs
@@ -242,34 +236,13 @@ async fn prove_over_tcp_and_the_rpcs_around_it() {
         .unwrap()
         .into_inner();
     assert!(ev.was_loaded && ev.freed_bytes > 0);
-    let status = c
-        .get_status(pb::GetStatusRequest {})
-        .await
-        .unwrap()
-        .into_inner();
+    let status = get_status(&mut c).await;
     assert!(status.loaded_srs.is_empty());
-    let pre = c
-        .preload_srs(pb::PreloadSrsRequest {
-            circuit_id: "porep-2k".into(),
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let pre = preload(&mut c, "porep-2k").await.unwrap();
     assert!(!pre.already_loaded);
-    let pre = c
-        .preload_srs(pb::PreloadSrsRequest {
-            circuit_id: "porep-2k".into(),
-        })
-        .await
-        .unwrap()
-        .into_inner();
+    let pre = preload(&mut c, "porep-2k").await.unwrap();
     assert!(pre.already_loaded);
-    let bad = c
-        .preload_srs(pb::PreloadSrsRequest {
-            circuit_id: "porep-3k".into(),
-        })
-        .await
-        .unwrap_err();
+    let bad = preload(&mut c, "porep-3k").await.unwrap_err();
     assert_eq!(bad.code(), Code::InvalidArgument);
 
     let metrics = c
@@ -328,31 +301,11 @@ async fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_status_and_metrics() {
-    let engine = Arc::new(
-        Engine::start(
-            EngineConfig {
-                memory_budget: "1GiB".into(),
-                ..Default::default()
-            },
-            Arc::new(CpuBackend::new()),
-            Box::new(ParamsDir(tempfile::tempdir().unwrap().keep())),
-        )
-        .unwrap(),
-    );
-    let (stop, stopped) = oneshot::channel::<()>();
-    let (ready_tx, ready_rx) = oneshot::channel();
-    let task = tokio::spawn(zkforge_server::serve_http(
-        engine,
-        "127.0.0.1:0".parse().unwrap(),
+    let (addr, stop, task) = spawn_http(
+        Box::new(ParamsDir(tempfile::tempdir().unwrap().keep())),
         Default::default(),
-        move |a| {
-            let _ = ready_tx.send(a);
-        },
-        async {
-            let _ = stopped.await;
-        },
-    ));
-    let addr = ready_rx.await.unwrap();
+    )
+    .await;
     let metrics = http_get(addr, "/metrics").await;
     assert!(
         metrics.contains("zkforge_memory_budget_bytes 1073741824"),

@@ -7,47 +7,19 @@
 
 use serde::Deserialize;
 
-/// The marker the engine writes before each event's JSON.
-pub const MARKER: &str = "TIMELINE ";
+use crate::schema::StageEvent;
+pub use crate::schema::MARKER;
 
-/// The event names the analysis understands; anything else is [`EventKind::Other`].
+/// What an event is: a stage the schema names, or a name this version does not know.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum EventKind {
-    JobSubmit,
-    SrsLoadStart,
-    SrsLoadEnd,
-    SynthStart,
-    SynthEnd,
-    ProveQueue,
-    ProveStart,
-    ProveEnd,
-    JobDone,
-    JobFailed,
-    JobCancelled,
-    /// A sub-step of a prover unit on the device (`phase`: "h2d", "ntt", "msm"...); its
-    /// `t_ms` is the phase's start.
-    GpuPhase,
-    /// An event name this version does not know.
+    Stage(StageEvent),
     Other(String),
 }
 
 impl EventKind {
     pub fn from_name(name: &str) -> Self {
-        match name {
-            "JOB_SUBMIT" => Self::JobSubmit,
-            "SRS_LOAD_START" => Self::SrsLoadStart,
-            "SRS_LOAD_END" => Self::SrsLoadEnd,
-            "SYNTH_START" => Self::SynthStart,
-            "SYNTH_END" => Self::SynthEnd,
-            "PROVE_QUEUE" => Self::ProveQueue,
-            "PROVE_START" => Self::ProveStart,
-            "PROVE_END" => Self::ProveEnd,
-            "JOB_DONE" => Self::JobDone,
-            "JOB_FAILED" => Self::JobFailed,
-            "JOB_CANCELLED" => Self::JobCancelled,
-            "GPU_PHASE" => Self::GpuPhase,
-            other => Self::Other(other.to_string()),
-        }
+        StageEvent::from_name(name).map_or_else(|| Self::Other(name.to_string()), Self::Stage)
     }
 }
 
@@ -203,7 +175,7 @@ mod tests {
                     \u{1b}[2mtimeline\u{1b}[0m\u{1b}[2m:\u{1b}[0m TIMELINE \
                     {\"t_ms\":1.5,\"event\":\"SYNTH_START\",\"job\":1,\"partition\":0,\"worker\":\"synth-0\"}";
         let e = parse_line(line, 7).unwrap().unwrap();
-        assert_eq!(e.kind, EventKind::SynthStart);
+        assert_eq!(e.kind, EventKind::Stage(StageEvent::SynthStart));
         assert_eq!((e.t_ms, e.job, e.partition), (1.5, Some(1), Some(0)));
         assert_eq!(e.worker.as_deref(), Some("synth-0"));
         assert_eq!(e.line, 7);

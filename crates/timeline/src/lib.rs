@@ -1,16 +1,19 @@
-//! TIMELINE logs of the zkforge engine: find the events in a log (`event`), lay them out as
-//! lanes and bars (`waterfall`), measure lanes and name the bottleneck (`analysis`), and draw
-//! the waterfall as SVG (`svg`) or an HTML page with the numbers (`html`, `report`).
+//! TIMELINE logs of the zkforge engine: the events as the engine writes them (`schema`), find
+//! them in a log (`event`), lay them out as lanes and bars (`waterfall`), measure lanes and
+//! name the bottleneck (`analysis`), and draw the waterfall as SVG (`svg`) or an HTML page with
+//! the numbers (`html`, `report`).
 
 pub mod analysis;
 pub mod event;
 pub mod html;
 pub mod report;
+pub mod schema;
 pub mod svg;
 pub mod waterfall;
 
 pub use analysis::{analyze, Bottleneck, Stats};
 pub use event::{parse_log, Event, EventKind, ParsedLog, Skipped};
+pub use schema::{StageEvent, TimelineEvent};
 pub use svg::SvgOptions;
 pub use waterfall::{build, Waterfall};
 

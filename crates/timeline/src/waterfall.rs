@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 
 use crate::event::{Event, EventKind};
+use crate::schema::StageEvent;
 
 /// What a lane's worker does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -140,12 +141,12 @@ pub fn build(events: &[Event]) -> Waterfall {
 
 fn stage_of(kind: &EventKind) -> Option<(Stage, bool)> {
     match kind {
-        EventKind::SrsLoadStart => Some((Stage::ParamLoad, true)),
-        EventKind::SrsLoadEnd => Some((Stage::ParamLoad, false)),
-        EventKind::SynthStart => Some((Stage::Synthesis, true)),
-        EventKind::SynthEnd => Some((Stage::Synthesis, false)),
-        EventKind::ProveStart => Some((Stage::Prove, true)),
-        EventKind::ProveEnd => Some((Stage::Prove, false)),
+        EventKind::Stage(StageEvent::SrsLoadStart) => Some((Stage::ParamLoad, true)),
+        EventKind::Stage(StageEvent::SrsLoadEnd) => Some((Stage::ParamLoad, false)),
+        EventKind::Stage(StageEvent::SynthStart) => Some((Stage::Synthesis, true)),
+        EventKind::Stage(StageEvent::SynthEnd) => Some((Stage::Synthesis, false)),
+        EventKind::Stage(StageEvent::ProveStart) => Some((Stage::Prove, true)),
+        EventKind::Stage(StageEvent::ProveEnd) => Some((Stage::Prove, false)),
         _ => None,
     }
 }
@@ -165,11 +166,11 @@ impl Builder {
             return;
         }
         match e.kind {
-            EventKind::JobSubmit => self.w.submits.push(e.t_ms),
-            EventKind::JobDone => self.mark(e, JobEnd::Done),
-            EventKind::JobFailed => self.mark(e, JobEnd::Failed),
-            EventKind::JobCancelled => self.mark(e, JobEnd::Cancelled),
-            EventKind::GpuPhase => self.phase(e),
+            EventKind::Stage(StageEvent::JobSubmit) => self.w.submits.push(e.t_ms),
+            EventKind::Stage(StageEvent::JobDone) => self.mark(e, JobEnd::Done),
+            EventKind::Stage(StageEvent::JobFailed) => self.mark(e, JobEnd::Failed),
+            EventKind::Stage(StageEvent::JobCancelled) => self.mark(e, JobEnd::Cancelled),
+            EventKind::Stage(StageEvent::GpuPhase) => self.phase(e),
             _ => {}
         }
     }

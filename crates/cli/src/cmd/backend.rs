@@ -33,14 +33,17 @@ pub fn select_with(
             n => Arc::new(CpuBackend::with_threads(n)?),
         })
     };
-    match arg {
+    let backend = match arg {
         BackendArg::Cpu => cpu(),
         BackendArg::Cuda => cuda(gpu),
         BackendArg::Auto => cuda(gpu).or_else(|e| {
             tracing::info!("using the CPU backend: {e:#}");
             cpu()
         }),
-    }
+    }?;
+    #[cfg(feature = "fault-injection")]
+    let backend = zkforge_groth16::fault::from_env(backend);
+    Ok(backend)
 }
 
 #[cfg(feature = "cuda")]

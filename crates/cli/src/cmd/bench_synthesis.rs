@@ -16,7 +16,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 use zkforge_filecoin::native::{self, PoRepLayout, SyntheticPoRep};
 use zkforge_filecoin::porep::{self, NativePoRep};
-use zkforge_filecoin::{fixtures, shape::parse_sector_size};
+use zkforge_filecoin::{registered_proof::seal_proof_for, shape::parse_sector_size};
 use zkforge_groth16::{synthesis::pool, Assignment, ConstraintMatrices, ScalarPool};
 
 #[derive(Args)]
@@ -184,7 +184,7 @@ enum Source {
 impl Source {
     fn open(args: &SynthesisArgs) -> Result<(Self, RegisteredSealProof)> {
         if let Some(size) = &args.synthetic {
-            let proof = fixtures::seal_proof_for(parse_sector_size(size)?)?;
+            let proof = seal_proof_for(parse_sector_size(size)?)?;
             return Ok((Self::Synthetic(native::synthetic_porep(proof, 1)?), proof));
         }
         let path = args
@@ -324,7 +324,10 @@ pub fn run(args: SynthesisArgs) -> Result<()> {
                         "partition {}: the recorded densities differ",
                         first + k
                     );
-                    digests(&w.inputs, &[&w.aux, &w.a, &w.b, &w.c])
+                    let [a, b, c] = w
+                        .evaluated()
+                        .context("the reference synthesis evaluates a, b, c")?;
+                    digests(&w.inputs, &[&w.aux, a, b, c])
                 }
             };
             if d != native_digests[k] {

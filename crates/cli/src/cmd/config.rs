@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use serde::{Deserialize, Serialize};
+use zkforge_cuda::host::MsmOptions;
 use zkforge_cuda::CudaOptions;
 use zkforge_engine::{parse_bytes, EngineConfig};
 use zkforge_filecoin::{registry, ParamsId};
@@ -94,6 +95,16 @@ pub struct GpuSection {
     pub vram_margin: String,
     pub params_residency: String,
     pub staging_pool: String,
+    /// MSM window width in bits; 0: the cost model's choice per MSM size.
+    pub msm_window_bits: u32,
+    /// Windows whose buckets one batch fills; 0: as many as the batch's memory caps allow.
+    pub msm_windows_per_batch: u32,
+    /// Least sorted entries one accumulation thread adds; 0: the chunk sizing's own choice.
+    pub msm_min_chunk: u32,
+    /// Each MSM's per-phase device times on stderr.
+    pub msm_profile: bool,
+    /// Bases per chunk of a streamed MSM.
+    pub stream_chunk: usize,
 }
 
 impl Default for GpuSection {
@@ -103,19 +114,42 @@ impl Default for GpuSection {
             vram_margin: "2GiB".into(),
             params_residency: "auto".into(),
             staging_pool: "32GiB".into(),
+            msm_window_bits: 0,
+            msm_windows_per_batch: 0,
+            msm_min_chunk: 0,
+            msm_profile: false,
+            stream_chunk: CudaOptions::default().stream_chunk,
         }
     }
 }
+
+/// Widest MSM window the kernels take (2^21 bucket slots a window with signed digits).
+const MAX_MSM_WINDOW_BITS: u32 = 22;
 
 impl GpuSection {
     /// The typed options, with each bad value named.
     pub fn options(&self) -> Result<CudaOptions> {
         let err = |e: String| anyhow::anyhow!(e);
+        anyhow::ensure!(
+            self.msm_window_bits <= MAX_MSM_WINDOW_BITS,
+            "gpu.msm_window_bits = {} is above {MAX_MSM_WINDOW_BITS} (0: the cost model's choice)",
+            self.msm_window_bits
+        );
+        anyhow::ensure!(self.stream_chunk > 0, "gpu.stream_chunk must be at least 1");
+        let auto = |v: u32| (v > 0).then_some(v);
         Ok(CudaOptions {
             devices: zkforge_cuda::parse_devices(&self.devices).map_err(err)?,
             vram_margin: parse_bytes(&self.vram_margin).context("gpu.vram_margin")?,
             residency: self.params_residency.parse().map_err(err)?,
             staging_pool_bytes: parse_bytes(&self.staging_pool).context("gpu.staging_pool")?,
+            msm: MsmOptions {
+                window_bits: auto(self.msm_window_bits),
+                windows_per_batch: auto(self.msm_windows_per_batch),
+                min_chunk: self.msm_min_chunk,
+                profile: self.msm_profile,
+                ..MsmOptions::default()
+            },
+            stream_chunk: self.stream_chunk,
         })
     }
 
@@ -125,6 +159,11 @@ impl GpuSection {
             format!("vram_margin = {:?}", self.vram_margin),
             format!("params_residency = {:?}", self.params_residency),
             format!("staging_pool = {:?}", self.staging_pool),
+            format!("msm_window_bits = {}", self.msm_window_bits),
+            format!("msm_windows_per_batch = {}", self.msm_windows_per_batch),
+            format!("msm_min_chunk = {}", self.msm_min_chunk),
+            format!("msm_profile = {}", self.msm_profile),
+            format!("stream_chunk = {}", self.stream_chunk),
         ]
     }
 }
@@ -262,5 +301,37 @@ mod tests {
             ..Default::default()
         };
         assert!(format!("{:#}", bad.options().unwrap_err()).contains("vram_margin"));
+        let wide = GpuSection {
+            msm_window_bits: 23,
+            ..Default::default()
+        };
+        assert!(format!("{:#}", wide.options().unwrap_err()).contains("msm_window_bits"));
+        let empty = GpuSection {
+            stream_chunk: 0,
+            ..Default::default()
+        };
+        assert!(format!("{:#}", empty.options().unwrap_err()).contains("stream_chunk"));
+    }
+
+    #[test]
+    fn msm_settings_reach_the_cuda_options() {
+        let text = "[gpu]\nmsm_window_bits = 9\nmsm_windows_per_batch = 3\nmsm_min_chunk = 64\n\
+                    msm_profile = true\nstream_chunk = 3000\n";
+        let gpu = toml::from_str::<Config>(text)
+            .unwrap()
+            .gpu
+            .options()
+            .unwrap();
+        assert_eq!(
+            gpu.msm,
+            MsmOptions {
+                window_bits: Some(9),
+                windows_per_batch: Some(3),
+                min_chunk: 64,
+                profile: true,
+                ..MsmOptions::default()
+            }
+        );
+        assert_eq!(gpu.stream_chunk, 3000);
     }
 }

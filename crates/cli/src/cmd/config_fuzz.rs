@@ -46,6 +46,11 @@ const KEYS: &[&str] = &[
     "vram_margin",
     "params_residency",
     "staging_pool",
+    "msm_window_bits",
+    "msm_windows_per_batch",
+    "msm_min_chunk",
+    "msm_profile",
+    "stream_chunk",
 ];
 
 fn value() -> impl Strategy<Value = String> {

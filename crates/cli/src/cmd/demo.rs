@@ -6,8 +6,8 @@ use std::time::Instant;
 
 use anyhow::{ensure, Context};
 use clap::Args;
-use zkforge_filecoin::fixtures::{self, seal_proof_for};
-use zkforge_filecoin::{params, porep, ProofKind};
+use zkforge_filecoin::{hex, params, porep, registry, ProofKind, ProofRequest};
+use zkforge_fixtures as fixtures;
 
 use super::backend::{self, BackendArg};
 use super::keys::default_cache_dir;
@@ -40,7 +40,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
 
     let size = 2 << 10;
     let t = Instant::now();
-    let id = porep::porep_params_id(seal_proof_for(size)?)?;
+    let id = registry::params_id(ProofKind::PoRep, size)?;
     if !id.params_path(&param_dir).exists() || !id.vk_path(&param_dir).exists() {
         println!("generating 2 KiB PoRep test parameters (first run only)...");
     }
@@ -60,7 +60,8 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         porep::parse_c1(&std::fs::read(&c1_path).with_context(|| c1_path.display().to_string())?)?;
     let fixture_time = t.elapsed();
 
-    let (proof, timings) = prove(porep::porep_circuits(c1)?, &param_dir, backend.clone())?;
+    let circuits = ProofRequest::PoRep(c1).circuits()?;
+    let (proof, timings) = prove(circuits, &param_dir, backend.clone())?;
 
     let t = Instant::now();
     let ok = manifest
@@ -69,7 +70,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
     let verify_time = t.elapsed();
     ensure!(ok, "filecoin-proofs rejected the proof");
 
-    println!("proof       {}", fixtures::hex(&proof));
+    println!("proof       {}", hex(&proof));
     println!("params      {:>8.3} s", params_time.as_secs_f64());
     println!("fixture     {:>8.3} s", fixture_time.as_secs_f64());
     let s = |ms: f64| ms / 1e3;

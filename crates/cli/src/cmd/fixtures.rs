@@ -7,10 +7,11 @@ use std::time::Instant;
 
 use anyhow::bail;
 use clap::{Args, ValueEnum};
-use zkforge_filecoin::fixtures::{self, Manifest};
 use zkforge_filecoin::shape::{format_sector_size, parse_sector_size};
 use zkforge_filecoin::ProofKind;
+use zkforge_fixtures::{self as fixtures, Manifest};
 
+use super::proof_arg::ProofArg;
 use crate::progress::WorkBar;
 
 /// Sectors above this size cannot be sealed here: a 32 GiB seal takes hours and ~450 GiB.
@@ -35,26 +36,7 @@ pub struct FixturesArgs {
     /// Sparse only: the kinds to write (default: all). The PoRep C1 is always written; a full
     /// WindowPoSt partition takes most of the time at 32GiB (2,349 sectors).
     #[arg(long, value_enum, value_delimiter = ',')]
-    kinds: Option<Vec<KindArg>>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-enum KindArg {
-    Porep,
-    WinningPost,
-    WindowPost,
-    Snap,
-}
-
-impl From<KindArg> for ProofKind {
-    fn from(k: KindArg) -> Self {
-        match k {
-            KindArg::Porep => ProofKind::PoRep,
-            KindArg::WinningPost => ProofKind::WinningPost,
-            KindArg::WindowPost => ProofKind::WindowPost,
-            KindArg::Snap => ProofKind::SnapDeals,
-        }
-    }
+    kinds: Option<Vec<ProofArg>>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -85,17 +67,8 @@ pub fn run(args: FixturesArgs) -> anyhow::Result<()> {
         SealMode::Full => fixtures::make(size, &args.out, args.seed)?,
         SealMode::Sparse => {
             let bar = WorkBar::new(&format!("sparse {name}"));
-            let kinds: Vec<ProofKind> = match &args.kinds {
-                Some(kinds) => kinds.iter().map(|&k| k.into()).collect(),
-                None => [
-                    KindArg::Porep,
-                    KindArg::WinningPost,
-                    KindArg::WindowPost,
-                    KindArg::Snap,
-                ]
-                .map(ProofKind::from)
-                .to_vec(),
-            };
+            let asked = args.kinds.as_deref().unwrap_or(&ProofArg::ALL);
+            let kinds: Vec<ProofKind> = asked.iter().map(|k| k.kind()).collect();
             let m = fixtures::make_sparse(size, &args.out, args.seed, &kinds, &bar);
             bar.finish();
             m?

@@ -13,6 +13,7 @@ mod keys;
 pub mod params;
 mod params_guard;
 mod params_verify;
+mod proof_arg;
 pub mod prove;
 pub mod timeline;
 

@@ -5,9 +5,10 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::{Args, Subcommand, ValueEnum};
-use zkforge_filecoin::{params, registry, shape::parse_sector_size, ProofKind};
+use zkforge_filecoin::{params, registry, shape::parse_sector_size};
 use zkforge_groth16::generator::{CpuFixedBase, FixedBaseBackend};
 
+use super::proof_arg::ProofArg;
 use crate::progress::WorkBar;
 
 #[derive(Subcommand)]
@@ -18,25 +19,6 @@ pub enum ParamsCommand {
     /// release (filecoin-proofs' parameters.json); exits non-zero on a mismatch or an
     /// unreadable file.
     Verify(super::params_verify::VerifyArgs),
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-pub enum ProofArg {
-    Porep,
-    WinningPost,
-    WindowPost,
-    Snap,
-}
-
-impl ProofArg {
-    pub fn kind(self) -> ProofKind {
-        match self {
-            ProofArg::Porep => ProofKind::PoRep,
-            ProofArg::WinningPost => ProofKind::WinningPost,
-            ProofArg::WindowPost => ProofKind::WindowPost,
-            ProofArg::Snap => ProofKind::SnapDeals,
-        }
-    }
 }
 
 #[derive(Args)]

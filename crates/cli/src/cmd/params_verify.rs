@@ -14,7 +14,7 @@ use zkforge_filecoin::param_digest::{self, FileCheck, Manifest, Verdict};
 use zkforge_filecoin::shape::{format_sector_size, parse_sector_size};
 use zkforge_filecoin::{params, registry, ProofKind};
 
-use super::params::ProofArg;
+use super::proof_arg::ProofArg;
 
 #[derive(Args)]
 pub struct VerifyArgs {

@@ -1,4 +1,5 @@
-//! `zkforge prove`: prove client inputs through the engine and write the proof.
+//! `zkforge prove`: prove client inputs through the engine and write the proof. Files and
+//! flags become a [`ProofRequest`], which builds the circuits as the daemon's requests do.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -10,14 +11,14 @@ use crate::progress::ProveBar;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use zkforge_engine::{Engine, EngineConfig, JobOutcome, JobRequest, JobTimings, ParamsDir};
-use zkforge_filecoin::fixtures::{
-    hex, read_base64_list, seal_proof_for, unhex32, update_proof_for, window_post_for,
-    winning_post_for,
-};
 use zkforge_filecoin::post::{prover_id_from_miner, PostRequest};
+use zkforge_filecoin::registered_proof::{
+    seal_proof_for, update_proof_for, window_post_for, winning_post_for,
+};
 use zkforge_filecoin::shape::parse_sector_size;
 use zkforge_filecoin::snap::SnapRequest;
-use zkforge_filecoin::{params, porep, post, snap, PartitionedCircuit};
+use zkforge_filecoin::{decode_base64_list, hex, params, porep, unhex32};
+use zkforge_filecoin::{PartitionedCircuit, ProofRequest};
 use zkforge_groth16::ProverBackend;
 
 #[derive(Subcommand)]
@@ -106,14 +107,20 @@ pub fn run(cmd: ProveCommand) -> anyhow::Result<()> {
         ProveCommand::Snap(a) => a.output.backend,
     };
     let backend = backend::select(backend_arg, EngineConfig::default().prover_threads)?;
-    let (circuits, output) = match cmd {
+    let (request, output) = match cmd {
         ProveCommand::Porep(args) => {
             let bytes = read(&args.c1)?;
             let c1 = porep::parse_c1(&bytes).with_context(|| format!("{}", args.c1.display()))?;
-            (porep::porep_circuits(c1)?, args.output)
+            (ProofRequest::PoRep(c1), args.output)
         }
-        ProveCommand::WinningPost(args) => post_circuits(args, winning_post_for)?,
-        ProveCommand::WindowPost(args) => post_circuits(args, window_post_for)?,
+        ProveCommand::WinningPost(args) => {
+            let req = post_request(&args, winning_post_for)?;
+            (ProofRequest::WinningPost(req), args.output)
+        }
+        ProveCommand::WindowPost(args) => {
+            let req = post_request(&args, window_post_for)?;
+            (ProofRequest::WindowPost(req), args.output)
+        }
         ProveCommand::Snap(args) => {
             let size = parse_sector_size(&args.sector_size)?;
             let req = SnapRequest {
@@ -123,9 +130,10 @@ pub fn run(cmd: ProveCommand) -> anyhow::Result<()> {
                 comm_r_new: unhex32(&args.comm_r_new).context("--comm-r-new")?,
                 comm_d_new: unhex32(&args.comm_d_new).context("--comm-d-new")?,
             };
-            (snap::snap_circuits(req)?, args.output)
+            (ProofRequest::SnapDeals(req), args.output)
         }
     };
+    let circuits = request.circuits()?;
     let dir = params::parameter_dir(output.params.as_deref());
     let partitions = circuits.partitions();
     let (proof, t) = prove(circuits, &dir, backend)?;
@@ -148,29 +156,30 @@ fn read(path: &Path) -> anyhow::Result<Vec<u8>> {
     std::fs::read(path).with_context(|| format!("reading {}", path.display()))
 }
 
+/// A JSON array of base64 vanilla proofs. Not bounded by the kind's count while read, unlike
+/// the daemon's: the file is the operator's own, and the circuits check the count.
 fn vanilla_list(path: &Path) -> anyhow::Result<Vec<Vec<u8>>> {
-    read_base64_list(&read(path)?).with_context(|| format!("{}", path.display()))
+    decode_base64_list(&read(path)?, usize::MAX).with_context(|| format!("{}", path.display()))
 }
 
-fn post_circuits(
-    args: PostArgs,
+fn post_request(
+    args: &PostArgs,
     proof_for: fn(u64) -> anyhow::Result<filecoin_proofs_api::RegisteredPoStProof>,
-) -> anyhow::Result<(Box<dyn PartitionedCircuit>, Output)> {
+) -> anyhow::Result<PostRequest> {
     let size = parse_sector_size(&args.sector_size)?;
     let prover_id = match (args.miner_id, &args.prover_id) {
         (Some(miner), _) => prover_id_from_miner(miner),
         (None, Some(hex)) => unhex32(hex).context("--prover-id")?,
         (None, None) => anyhow::bail!("give --miner-id or --prover-id"),
     };
-    let req = PostRequest {
+    Ok(PostRequest {
         registered_proof: proof_for(size)?,
         randomness: unhex32(&args.randomness).context("--randomness")?,
         prover_id,
         vanilla_proofs: vanilla_list(&args.vanilla)?,
         partition_index: args.partition_index,
         sector_number: None,
-    };
-    Ok((post::post_circuits(req)?, args.output))
+    })
 }
 
 /// Proves every partition through the engine; the proof bytes and the job's timings.

@@ -1,5 +1,5 @@
-//! What the CLI test files share: the binary under test, a run that must succeed, and a
-//! daemon process. Each test file uses a part of it.
+//! What the CLI test files share: the binary under test, a run that must succeed or fail, and
+//! a daemon process. Each test file uses a part of it.
 
 #![allow(dead_code)]
 
@@ -19,6 +19,14 @@ pub fn run_ok(cmd: &mut Command) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     stdout
+}
+
+/// Runs `cmd`, asserts it failed with `text` in its stderr (shown if not).
+pub fn run_fails_with(cmd: &mut Command, text: &str) {
+    let out = cmd.output().unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(text), "{stderr}");
 }
 
 /// A `zkforge daemon` process on a unix socket (CPU backend), killed if still running on drop.

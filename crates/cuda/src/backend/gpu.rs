@@ -7,11 +7,11 @@ use blstrs::{G1Affine, G2Affine};
 
 use zkforge_groth16::r1cs::ConstraintMatrices;
 use zkforge_groth16::srs::Query;
-use zkforge_groth16::{KeyRef, ProvingKey};
+use zkforge_groth16::{KeyRef, ProvingKey, QueryLengths};
 
 use crate::device::lock;
 use crate::host::g1_affine_as_u64;
-use crate::options::Residency;
+use crate::options::{CudaOptions, Residency};
 use crate::spmv::{matrices_bytes, DeviceMatrices};
 use crate::vram::{gib, VramBudget, VramReservation};
 use crate::{CudaDevice, CudaError, DeviceBasesG1, DeviceBasesG2};
@@ -131,9 +131,8 @@ impl<'a> AuxQueries<'a> {
     }
 }
 
-/// Device bytes of a key's aux-side bases.
-pub(crate) fn aux_bases_bytes(key: KeyRef<'_>, n_in: usize, b_in: usize) -> u64 {
-    let l = key.lengths();
+/// Device bytes of the aux-side bases of a key of these lengths (n_in = b_in = 0: all of them).
+pub(crate) fn aux_bases_bytes(l: &QueryLengths, n_in: usize, b_in: usize) -> u64 {
     let g1 = l.h + l.l + l.a.saturating_sub(n_in) + l.b_g1.saturating_sub(b_in);
     (g1 * std::mem::size_of::<G1Affine>()
         + l.b_g2.saturating_sub(b_in) * std::mem::size_of::<G2Affine>()) as u64
@@ -175,10 +174,11 @@ impl Drop for Handle<'_> {
 }
 
 impl Gpu {
-    pub fn open(ordinal: usize, margin: u64, residency: Residency) -> Result<Self, CudaError> {
-        let main = CudaDevice::open(ordinal)?;
+    pub fn open(ordinal: usize, options: &CudaOptions) -> Result<Self, CudaError> {
+        let residency = options.residency;
+        let main = CudaDevice::open(ordinal)?.tuned(options);
         let free = main.vram_free()? as u64;
-        let budget = free.saturating_sub(margin);
+        let budget = free.saturating_sub(options.vram_margin);
         tracing::info!(
             device = ordinal,
             name = %main.name(),
@@ -228,7 +228,7 @@ impl Gpu {
             keys.push(k.clone());
             return Ok(k);
         }
-        let bytes = aux_bases_bytes(key, n_in, b_in);
+        let bytes = aux_bases_bytes(&key.lengths(), n_in, b_in);
         let headroom = match self.residency {
             Residency::Auto => 2 * partition_bytes,
             _ => 0,

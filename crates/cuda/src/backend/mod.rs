@@ -20,15 +20,10 @@ use crate::{CudaDevice, CudaError};
 use gpu::Gpu;
 use pinner::CudaPinner;
 
-/// Device bytes one partition of `w` reserves on a GPU (for tests and capacity planning).
-pub fn partition_footprint(w: &Witness) -> u64 {
-    let domain = zkforge_groth16::poly::Domain::for_len(w.num_constraints()).map_or(0, |d| d.n);
-    partition::footprint(
-        domain,
-        w.aux.len(),
-        w.a_aux_density.count(),
-        w.b_aux_density.count(),
-    )
+/// Device bytes one partition of a key of these lengths reserves on a GPU configured with
+/// `options` (for tests and capacity planning).
+pub fn partition_footprint(lengths: &QueryLengths, options: &CudaOptions) -> u64 {
+    partition::footprint(lengths, &options.msm)
 }
 
 /// Proves on one or more GPUs.
@@ -65,7 +60,7 @@ impl CudaBackend {
         }
         let gpus = ordinals
             .iter()
-            .map(|&o| Gpu::open(o, options.vram_margin, options.residency))
+            .map(|&o| Gpu::open(o, options))
             .collect::<Result<Vec<_>, _>>()?;
         let pinner = Arc::new(CudaPinner {
             ctx: gpus[0].main.ctx.clone(),
@@ -123,13 +118,11 @@ impl ProverBackend for CudaBackend {
     /// The key stays in its file (and off the host) when its bases would stay resident in
     /// every GPU's VRAM; otherwise it is decoded, to be streamed from host memory.
     fn prefers_key_file(&self, lengths: &QueryLengths) -> bool {
-        let domain = (lengths.h + 1).next_power_of_two();
-        let partition = partition::footprint(domain, lengths.l, lengths.a, lengths.b_g1);
-        let bytes = (lengths.h + lengths.l + lengths.a + lengths.b_g1) as u64 * 96
-            + lengths.b_g2 as u64 * 192;
-        self.gpus
-            .iter()
-            .all(|g| g.would_keep_resident(bytes, partition))
+        let bytes = gpu::aux_bases_bytes(lengths, 0, 0);
+        self.gpus.iter().all(|g| {
+            let partition = partition::footprint(lengths, &g.main.msm);
+            g.would_keep_resident(bytes, partition)
+        })
     }
 
     fn key_on_device(&self, key: KeyRef<'_>) -> bool {

@@ -7,25 +7,30 @@ use std::time::{Duration, Instant};
 use blstrs::{G1Projective, G2Projective};
 use zkforge_groth16::msm::{msm, msm_with_density, G1, G2};
 use zkforge_groth16::poly::Domain;
-use zkforge_groth16::{fault, reaper, KeyRef, Phase, ProveReport, QuerySums, Witness};
+use zkforge_groth16::{
+    reaper, EvaluationSite, Evaluations, KeyRef, PartitionPlan, Phase, ProveReport, QueryLengths,
+    QuerySums, Scalar, Witness,
+};
 
 use super::gpu::{AuxQueries, Gpu, InputBases, KeyBases, Placement, ResidentMatrices};
 use super::streamed::msm_streamed;
 use crate::device::{lock, CudaDevice, DeviceScalars};
-use crate::host::{g1_affine_as_u64, g2_affine_as_u64};
+use crate::host::{g1_affine_as_u64, g2_affine_as_u64, MsmOptions};
 use crate::{msm as gpu_msm, CudaError};
 
-/// Device bytes one partition may use at its peak: the uploads (a, b, c padded to the domain,
-/// the assignment and its two compactions) plus the largest MSM's scratch.
-pub(crate) fn footprint(domain: usize, aux: usize, a_aux: usize, b_aux: usize) -> u64 {
-    let uploads = 32 * (3 * domain + aux + a_aux + b_aux) as u64;
-    let scratch =
-        gpu_msm::scratch_bytes(domain.max(aux), 24).max(gpu_msm::scratch_bytes(b_aux, 48));
-    uploads + scratch + (64 << 20)
+/// Device bytes one partition of a key of these lengths may use at its peak: its scalars
+/// (the key's [`PartitionPlan`]) plus the largest MSM's scratch.
+pub(crate) fn footprint(lengths: &QueryLengths, msm: &MsmOptions) -> u64 {
+    // What the device holds is the same whether a, b, c are uploaded or computed there.
+    let plan = PartitionPlan::new(lengths, EvaluationSite::Device);
+    let scalars = (plan.device_scalars() * std::mem::size_of::<Scalar>()) as u64;
+    let scratch = gpu_msm::scratch_bytes(plan.domain.max(plan.aux), 24, msm)
+        .max(gpu_msm::scratch_bytes(plan.b_aux, 48, msm));
+    scalars + scratch + (64 << 20)
 }
 
-/// a, b, c: uploaded, or still to be computed on the device from the resident matrices.
-enum Evaluations {
+/// a, b, c on the device: uploaded, or still to be computed there from the resident matrices.
+enum DeviceEvaluations {
     Uploaded([DeviceScalars; 3]),
     Deferred {
         matrices: std::sync::Arc<ResidentMatrices>,
@@ -35,7 +40,7 @@ enum Evaluations {
 
 /// The witness on the device.
 struct Uploaded {
-    evaluations: Evaluations,
+    evaluations: DeviceEvaluations,
     aux: DeviceScalars,
     a_aux: DeviceScalars,
     b_aux: DeviceScalars,
@@ -71,20 +76,17 @@ pub(crate) fn query_sums(
         .map_err(|e| CudaError::Invalid(e.to_string()))?
         .n;
     let (n_in, b_in) = (w.inputs.len(), w.b_input_density.count());
-    let (a_n, b_n) = (w.a_aux_density.count(), w.b_aux_density.count());
-    let bytes = footprint(domain, w.aux.len(), a_n, b_n);
+    let bytes = footprint(&key.lengths(), &gpu.main.msm);
     let bases = when_room(|| gpu.bases(key, n_in, b_in, bytes))?;
-    let matrices = w
-        .matrices
-        .as_ref()
-        .map(|m| when_room(|| gpu.matrices(m)))
-        .transpose()?;
+    let matrices = match &w.evaluations {
+        Evaluations::Deferred(m) => Some(when_room(|| gpu.matrices(m))?),
+        Evaluations::Evaluated { .. } => None,
+    };
     let inputs = input_sums(&bases.inputs, &w);
     let dev = gpu.handle()?;
     let _vram = gpu.vram.reserve(bytes, "a partition")?;
 
     let start = since(t0);
-    fault::check("h2d")?;
     let (up, h2d_ms) = when_room(|| timed(&dev, |d| upload(d, &w, domain, matrices.clone())))?;
     report.phases.push(Phase {
         name: "h2d",
@@ -156,16 +158,21 @@ fn upload(
     let aux = d.upload_padded(&w.aux, w.aux.len())?;
     let a_aux = d.gather_by_density(&aux, &w.a_aux_density)?;
     let b_aux = d.gather_by_density(&aux, &w.b_aux_density)?;
-    let evaluations = match matrices {
-        Some(matrices) => Evaluations::Deferred {
+    let evaluations = match (&w.evaluations, matrices) {
+        (Evaluations::Evaluated { a, b, c }, _) => DeviceEvaluations::Uploaded([
+            d.upload_padded(a, domain)?,
+            d.upload_padded(b, domain)?,
+            d.upload_padded(c, domain)?,
+        ]),
+        (Evaluations::Deferred(_), Some(matrices)) => DeviceEvaluations::Deferred {
             matrices,
             inputs: d.upload_padded(&w.inputs, w.inputs.len())?,
         },
-        None => Evaluations::Uploaded([
-            d.upload_padded(&w.a, domain)?,
-            d.upload_padded(&w.b, domain)?,
-            d.upload_padded(&w.c, domain)?,
-        ]),
+        (Evaluations::Deferred(_), None) => {
+            return Err(CudaError::Invalid(
+                "deferred evaluations without their matrices on the device".into(),
+            ))
+        }
     };
     Ok(Uploaded {
         evaluations,
@@ -211,14 +218,12 @@ fn kernels(
         b_aux,
     } = up;
     let [a, b, c] = match evaluations {
-        Evaluations::Uploaded(abc) => abc,
-        Evaluations::Deferred { matrices, inputs } => phase(dev, "spmv", t0, report, |d| {
+        DeviceEvaluations::Uploaded(abc) => abc,
+        DeviceEvaluations::Deferred { matrices, inputs } => phase(dev, "spmv", t0, report, |d| {
             d.constraint_products(&matrices.device, &inputs, &aux, domain)
         })?,
     };
-    fault::check("ntt")?;
     let h = phase(dev, "ntt", t0, report, |d| d.h_from_device(a, b, c))?;
-    fault::check("msm")?;
     phase(dev, "msm", t0, report, |d| match &bases.placement {
         Placement::Resident(q) => Ok(QuerySums {
             h: d.msm_g1_resident(&q.h, &h)?,

@@ -9,17 +9,8 @@ use crate::device::{CudaDevice, DeviceScalars};
 use crate::msm::Curve;
 use crate::CudaError;
 
-/// Bases per chunk: 384 MiB of G1 or 768 MiB of G2 in flight per buffer (three at most).
-/// ZKFORGE_STREAM_CHUNK overrides it (tests use small chunks to cross many boundaries).
-fn chunk_len() -> usize {
-    std::env::var("ZKFORGE_STREAM_CHUNK")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .filter(|&c: &usize| c > 0)
-        .unwrap_or(1 << 22)
-}
-
-/// Σ scalars[i]·bases[i] with `bases` on the host as u64 limbs (`limbs` per point).
+/// Σ scalars[i]·bases[i] with `bases` on the host as u64 limbs (`limbs` per point), in chunks
+/// of `dev`'s `stream_chunk` bases (`[gpu] stream_chunk`).
 pub(crate) fn msm_streamed<C: Curve>(
     dev: &CudaDevice,
     bases: &[u64],
@@ -33,7 +24,7 @@ pub(crate) fn msm_streamed<C: Curve>(
             bases.len() / limbs
         )));
     }
-    let chunk_len = chunk_len();
+    let chunk_len = dev.stream_chunk.max(1);
     let loader = dev.fork()?;
     let (tx, rx) = sync_channel(1);
     std::thread::scope(|scope| {

@@ -11,7 +11,14 @@ use rand_core::SeedableRng;
 use zkforge_circuits::{ParamsId, PartitionedCircuit, ProofKind, SyntheticCircuit, SyntheticJob};
 use zkforge_engine::{Engine, EngineConfig, JobRequest, ParamsSource};
 use zkforge_groth16::generator::generate_random_keys;
-use zkforge_groth16::{LoadedKey, Proof, ProverBackend, ProvingKey, QueryLengths};
+use zkforge_groth16::{
+    EvaluationSite, LoadedKey, PartitionPlan, Proof, ProverBackend, ProvingKey, QueryLengths,
+};
+
+/// Host bytes the engine reserves for one partition of `pk` proved on the CPU.
+pub fn partition_bytes(pk: &ProvingKey) -> u64 {
+    PartitionPlan::new(&pk.lengths(), EvaluationSite::Host).host_bytes()
+}
 
 /// Keys kept in memory, found by file stem (whatever the proof kind).
 pub struct MemorySource(pub HashMap<String, ProvingKey>);

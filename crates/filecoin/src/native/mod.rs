@@ -30,6 +30,8 @@ pub mod sha256;
 mod snap;
 mod snap_paths;
 mod synthetic;
+#[cfg(test)]
+mod test_support;
 mod vanilla;
 
 pub use post::{post_assignment, SectorInputs};

@@ -272,24 +272,14 @@ pub fn tree_inclusion<Tree: MerkleTreeTrait>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::native::test_support::{assert_same, random};
     use bellpepper_core::num::AllocatedNum;
     use filecoin_hashers::POSEIDON_CONSTANTS_8;
     use filecoin_proofs::{SectorShape2KiB, SectorShape32GiB, SectorShape64GiB};
-    use rand_core::{RngCore, SeedableRng};
+    use rand_core::SeedableRng;
     use storage_proofs_core::gadgets::por::{AuthPath, PoRCircuit};
     use storage_proofs_core::gadgets::variables::Root;
     use zkforge_groth16::Assignment;
-
-    fn random(rng: &mut impl RngCore) -> Scalar {
-        Scalar::from(rng.next_u64()) * Scalar::from(rng.next_u64()).square()
-    }
-
-    fn assert_same(native: &Assignment, reference: &Assignment) {
-        assert_eq!(native.inputs, reference.inputs, "inputs");
-        assert_eq!(native.aux.len(), reference.aux.len(), "aux count");
-        let first = (0..native.aux.len()).find(|&i| native.aux[i] != reference.aux[i]);
-        assert_eq!(first, None, "first differing aux value");
-    }
 
     fn hash_like_the_gadget<A: Arity<Scalar>>(c: &PoseidonConstants<Scalar, A>, seed: u64) {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);

@@ -138,6 +138,7 @@ pub(super) fn select(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::native::test_support::{assert_same, random};
     use bellpepper_core::boolean::{AllocatedBit, Boolean};
     use bellpepper_core::num::AllocatedNum;
     use ff::Field;
@@ -146,17 +147,6 @@ mod tests {
     use storage_proofs_core::gadgets::insertion::select as select_gadget;
     use storage_proofs_core::gadgets::por::por_no_challenge_input;
     use zkforge_groth16::Assignment;
-
-    fn random(rng: &mut impl RngCore) -> Scalar {
-        Scalar::from(rng.next_u64()) * Scalar::from(rng.next_u64()).square()
-    }
-
-    fn assert_same(native: &Assignment, reference: &Assignment) {
-        assert_eq!(native.inputs, reference.inputs, "inputs");
-        assert_eq!(native.aux.len(), reference.aux.len(), "aux count");
-        let first = (0..native.aux.len()).find(|&i| native.aux[i] != reference.aux[i]);
-        assert_eq!(first, None, "first differing aux value");
-    }
 
     /// The challenge bits, the leaf, the root and the siblings allocated first (as the circuit
     /// does), then the path: ours against `por_no_challenge_input`.

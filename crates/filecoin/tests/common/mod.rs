@@ -6,9 +6,9 @@
 use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock};
 
-use zkforge_filecoin::fixtures::{self, read_base64_list, unhex32, Manifest, PostFixture};
 use zkforge_filecoin::post::PostRequest;
 use zkforge_filecoin::{params, ParamsId, ProofKind};
+use zkforge_fixtures::{self as fixtures, read_base64_list, unhex32, Manifest, PostFixture};
 
 pub const SIZE_2K: u64 = 2048;
 

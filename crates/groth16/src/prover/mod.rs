@@ -3,15 +3,17 @@
 
 mod assemble;
 mod cpu;
+mod plan;
 
 pub use assemble::assemble;
 pub use cpu::CpuBackend;
+pub use plan::{EvaluationSite, PartitionPlan};
 
 use blstrs::{G1Projective, G2Projective, Scalar};
 use ff::Field;
 use rand_core::RngCore;
 
-use crate::{KeyRef, Proof, ProvingKey, QueryLengths, Result, Witness};
+use crate::{Evaluations, KeyRef, Proof, ProvingKey, QueryLengths, Result, Witness};
 
 /// The blinding scalars of one proof. Fixed values make the proof bytes deterministic.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -158,7 +160,8 @@ pub fn prove_on<'a>(
 ) -> Result<Proof> {
     let key = key.into();
     key.lengths().check_fits(&witness)?;
-    if !backend.evaluates_constraints() {
+    let deferred = matches!(witness.evaluations, Evaluations::Deferred(_));
+    if EvaluationSite::choose(deferred, backend) == EvaluationSite::Host {
         witness.evaluate()?;
     }
     let sums = backend.query_sums_on(device, key, witness, report)?;

@@ -64,8 +64,9 @@ fn assert_matches_reference<C: Circuit<Scalar> + Clone>(circuit: C) -> Constrain
     let m = MatrixRecorder::record(circuit.clone()).unwrap();
     let w = synthesize(circuit).unwrap();
     let [a, b, c] = evaluated(&m, &w.inputs, &w.aux);
-    assert_eq!(m.num_constraints(), w.a.len());
-    for (name, ours, theirs) in [("a", &a, &w.a), ("b", &b, &w.b), ("c", &c, &w.c)] {
+    assert_eq!(m.num_constraints(), w.num_constraints());
+    let [wa, wb, wc] = w.evaluated().unwrap();
+    for (name, ours, theirs) in [("a", &a, wa), ("b", &b, wb), ("c", &c, wc)] {
         if let Some(row) = (0..ours.len()).find(|&r| ours[r] != theirs[r]) {
             panic!("{name} differs at row {row}");
         }

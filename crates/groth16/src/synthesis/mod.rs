@@ -9,4 +9,4 @@ mod witness;
 pub use assignment::{assign, Assignment, AssignmentWriter, Region};
 pub use density::Density;
 pub use pool::{HostPinner, ScalarPool};
-pub use witness::{synthesize, Recycle, Witness, WitnessBuilder};
+pub use witness::{synthesize, Evaluations, Recycle, Witness, WitnessBuilder};

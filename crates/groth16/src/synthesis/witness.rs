@@ -15,17 +15,9 @@ use crate::{Error, Result};
 
 /// A synthesized circuit: per-constraint evaluations of the A, B and C linear combinations, the
 /// variable assignment, and which variables the A and B queries touch.
-///
-/// The evaluations are either here (`a`, `b`, `c`) or still to be computed from the circuit's
-/// recorded matrices (`matrices` set, `a`, `b`, `c` empty): a GPU backend then computes them
-/// on the device, so only the assignment crosses PCIe; [`Witness::evaluate`] does it on the CPU.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Witness {
-    pub a: Vec<Scalar>,
-    pub b: Vec<Scalar>,
-    pub c: Vec<Scalar>,
-    /// Set while a, b, c are not computed: they are these matrices times (inputs ‖ aux).
-    pub matrices: Option<Arc<ConstraintMatrices>>,
+    pub evaluations: Evaluations,
     /// Public inputs, `inputs[0]` being the constant ONE.
     pub inputs: Vec<Scalar>,
     pub aux: Vec<Scalar>,
@@ -34,6 +26,31 @@ pub struct Witness {
     pub b_aux_density: Density,
     /// Where a, b, c and aux go back to when the witness is dropped.
     pub recycle: Recycle,
+}
+
+/// a, b, c: computed, or left to the prover (see `prover::EvaluationSite` for who decides).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Evaluations {
+    /// One value per constraint each.
+    Evaluated {
+        a: Vec<Scalar>,
+        b: Vec<Scalar>,
+        c: Vec<Scalar>,
+    },
+    /// Still to compute: these matrices times (inputs ‖ aux). A GPU backend computes them on
+    /// its device, so only the assignment crosses PCIe; [`Witness::evaluate`] does it on the
+    /// CPU.
+    Deferred(Arc<ConstraintMatrices>),
+}
+
+impl Default for Evaluations {
+    fn default() -> Self {
+        Self::Evaluated {
+            a: Vec::new(),
+            b: Vec::new(),
+            c: Vec::new(),
+        }
+    }
 }
 
 /// The pool a witness's buffers came from; compares equal whatever it holds.
@@ -55,9 +72,12 @@ impl std::fmt::Debug for Recycle {
 impl Drop for Witness {
     fn drop(&mut self) {
         if let Some(pool) = self.recycle.0.take() {
-            for v in [&mut self.a, &mut self.b, &mut self.c, &mut self.aux] {
-                pool.give(std::mem::take(v));
+            if let Evaluations::Evaluated { a, b, c } = &mut self.evaluations {
+                for v in [a, b, c] {
+                    pool.give(std::mem::take(v));
+                }
             }
+            pool.give(std::mem::take(&mut self.aux));
         }
     }
 }
@@ -73,13 +93,10 @@ impl Witness {
     ) -> Result<Self> {
         matrices.check_assignment(&inputs, &aux)?;
         Ok(Witness {
-            a: Vec::new(),
-            b: Vec::new(),
-            c: Vec::new(),
             a_aux_density: matrices.a_aux_density.clone(),
             b_input_density: matrices.b_input_density.clone(),
             b_aux_density: matrices.b_aux_density.clone(),
-            matrices: Some(matrices),
+            evaluations: Evaluations::Deferred(matrices),
             inputs,
             aux,
             recycle,
@@ -99,35 +116,49 @@ impl Witness {
 
     /// Number of constraints, the per-input `x * 0 = 0` constraints included.
     pub fn num_constraints(&self) -> usize {
-        match &self.matrices {
-            Some(m) => m.num_constraints(),
-            None => self.a.len(),
+        match &self.evaluations {
+            Evaluations::Deferred(m) => m.num_constraints(),
+            Evaluations::Evaluated { a, .. } => a.len(),
         }
     }
 
-    /// Computes deferred evaluations on the CPU (into the witness's pool, if any); a no-op when
-    /// they are already here.
-    pub fn evaluate(&mut self) -> Result<()> {
-        let Some(m) = self.matrices.take() else {
-            return Ok(());
-        };
-        let pool = self.recycle.0.clone();
-        for v in [&mut self.a, &mut self.b, &mut self.c] {
-            if let Some(p) = &pool {
-                *v = p.take();
-            }
+    /// a, b, c when computed; `None` while deferred.
+    pub fn evaluated(&self) -> Option<[&[Scalar]; 3]> {
+        match &self.evaluations {
+            Evaluations::Evaluated { a, b, c } => Some([a, b, c]),
+            Evaluations::Deferred(_) => None,
         }
-        m.evaluate(
-            &self.inputs,
-            &self.aux,
-            [&mut self.a, &mut self.b, &mut self.c],
-            pool.as_deref(),
-        )
+    }
+
+    /// Computes deferred evaluations on the CPU (into the witness's pool, if any), a no-op when
+    /// they are already here; returns a, b, c.
+    pub fn evaluate(&mut self) -> Result<[&mut Vec<Scalar>; 3]> {
+        if let Evaluations::Deferred(m) = &self.evaluations {
+            let m = m.clone();
+            let pool = self.recycle.0.clone();
+            let mut abc: [Vec<Scalar>; 3] = Default::default();
+            if let Some(p) = &pool {
+                abc = [p.take(), p.take(), p.take()];
+            }
+            let [a, b, c] = &mut abc;
+            let computed = m.evaluate(&self.inputs, &self.aux, [a, b, c], pool.as_deref());
+            // Set before the error returns, so that the buffers go back to the pool.
+            let [a, b, c] = abc;
+            self.evaluations = Evaluations::Evaluated { a, b, c };
+            computed?;
+        }
+        match &mut self.evaluations {
+            Evaluations::Evaluated { a, b, c } => Ok([a, b, c]),
+            Evaluations::Deferred(_) => unreachable!("evaluated just above"),
+        }
     }
 
     /// Bytes held by this witness; what the engine reserves from its memory budget.
     pub fn heap_bytes(&self) -> usize {
-        let scalars = self.a.capacity() + self.b.capacity() + self.c.capacity();
+        let scalars = match &self.evaluations {
+            Evaluations::Evaluated { a, b, c } => a.capacity() + b.capacity() + c.capacity(),
+            Evaluations::Deferred(_) => 0,
+        };
         let vars = self.inputs.capacity() + self.aux.capacity();
         (scalars + vars) * std::mem::size_of::<Scalar>()
             + (self.aux.len() * 2 + self.inputs.len()) / 8
@@ -138,17 +169,9 @@ impl Witness {
     pub fn copy_pooled(&self) -> Witness {
         use rayon::prelude::*;
         let pool = pool::current_pool();
-        let mut w = Witness::default();
-        for (dst, src) in [
-            (&mut w.a, &self.a),
-            (&mut w.b, &self.b),
-            (&mut w.c, &self.c),
-            (&mut w.aux, &self.aux),
-        ] {
-            if let Some(p) = &pool {
-                *dst = p.take();
-            }
-            pool::reserve(dst, src.len(), pool.as_deref());
+        let copy = |src: &[Scalar]| {
+            let mut dst = pool.as_ref().map(|p| p.take()).unwrap_or_default();
+            pool::reserve(&mut dst, src.len(), pool.as_deref());
             dst.spare_capacity_mut()[..src.len()]
                 .par_chunks_mut(1 << 16)
                 .zip(src.par_chunks(1 << 16))
@@ -159,20 +182,25 @@ impl Witness {
                 });
             // SAFETY: the first src.len() elements were just written.
             unsafe { dst.set_len(src.len()) };
+            dst
+        };
+        let evaluations = match &self.evaluations {
+            Evaluations::Evaluated { a, b, c } => Evaluations::Evaluated {
+                a: copy(a),
+                b: copy(b),
+                c: copy(c),
+            },
+            Evaluations::Deferred(m) => Evaluations::Deferred(m.clone()),
+        };
+        Witness {
+            evaluations,
+            inputs: self.inputs.clone(),
+            aux: copy(&self.aux),
+            a_aux_density: self.a_aux_density.clone(),
+            b_input_density: self.b_input_density.clone(),
+            b_aux_density: self.b_aux_density.clone(),
+            recycle: Recycle(pool.clone()),
         }
-        w.inputs.clone_from(&self.inputs);
-        w.a_aux_density = self.a_aux_density.clone();
-        w.b_input_density = self.b_input_density.clone();
-        w.b_aux_density = self.b_aux_density.clone();
-        w.matrices.clone_from(&self.matrices);
-        w.recycle = Recycle(pool);
-        w
-    }
-
-    /// Bytes a witness of this shape occupies, for reserving memory before synthesis:
-    /// `constraints` evaluations of each of a, b, c (0 when deferred) and the assignment.
-    pub fn estimated_bytes(constraints: usize, inputs: usize, aux: usize) -> usize {
-        (3 * constraints + inputs + aux) * std::mem::size_of::<Scalar>() + (2 * aux + inputs) / 8
     }
 }
 
@@ -202,15 +230,16 @@ impl WitnessBuilder {
     /// Preallocates for a circuit of known shape, so synthesis never reallocates.
     pub fn with_capacity(constraints: usize, inputs: usize, aux: usize) -> Self {
         let w = Witness {
-            a: Vec::with_capacity(constraints + inputs),
-            b: Vec::with_capacity(constraints + inputs),
-            c: Vec::with_capacity(constraints + inputs),
+            evaluations: Evaluations::Evaluated {
+                a: Vec::with_capacity(constraints + inputs),
+                b: Vec::with_capacity(constraints + inputs),
+                c: Vec::with_capacity(constraints + inputs),
+            },
             inputs: Vec::with_capacity(inputs),
             aux: Vec::with_capacity(aux),
             a_aux_density: Density::with_capacity(aux),
             b_input_density: Density::with_capacity(inputs),
             b_aux_density: Density::with_capacity(aux),
-            matrices: None,
             recycle: Recycle(None),
         };
         Self { w, fault: None }
@@ -219,9 +248,12 @@ impl WitnessBuilder {
     /// Draws a, b, c and aux from `pool`; the witness gives them back when dropped.
     pub fn pooled(pool: Arc<ScalarPool>) -> Self {
         let mut w = Witness::default();
-        for v in [&mut w.a, &mut w.b, &mut w.c, &mut w.aux] {
-            *v = pool.take();
-        }
+        w.evaluations = Evaluations::Evaluated {
+            a: pool.take(),
+            b: pool.take(),
+            c: pool.take(),
+        };
+        w.aux = pool.take();
         w.recycle = Recycle(Some(pool));
         Self { w, fault: None }
     }
@@ -241,43 +273,15 @@ impl WitnessBuilder {
     fn eval(
         &mut self,
         lc: &LinearCombination<Scalar>,
-        mut input_density: Option<&mut Density>,
-        mut aux_density: Option<&mut Density>,
+        input_density: Option<&mut Density>,
+        aux_density: Option<&mut Density>,
     ) -> Scalar {
         let mut acc = Scalar::ZERO;
-        for (&i, coeff) in lc.iter_inputs() {
-            if coeff.is_zero_vartime() {
-                continue;
-            }
-            let Some(value) = self.w.inputs.get(i) else {
-                self.record_fault("input", i, self.w.inputs.len());
-                continue;
-            };
-            acc += if *coeff == Scalar::ONE {
-                *value
-            } else {
-                *value * coeff
-            };
-            if let Some(d) = input_density.as_deref_mut() {
-                d.mark(i);
-            }
+        if let Some(i) = add_terms(&mut acc, lc.iter_inputs(), &self.w.inputs, input_density) {
+            self.record_fault("input", i, self.w.inputs.len());
         }
-        for (&i, coeff) in lc.iter_aux() {
-            if coeff.is_zero_vartime() {
-                continue;
-            }
-            let Some(value) = self.w.aux.get(i) else {
-                self.record_fault("aux", i, self.w.aux.len());
-                continue;
-            };
-            acc += if *coeff == Scalar::ONE {
-                *value
-            } else {
-                *value * coeff
-            };
-            if let Some(d) = aux_density.as_deref_mut() {
-                d.mark(i);
-            }
+        if let Some(i) = add_terms(&mut acc, lc.iter_aux(), &self.w.aux, aux_density) {
+            self.record_fault("aux", i, self.w.aux.len());
         }
         acc
     }
@@ -286,10 +290,41 @@ impl WitnessBuilder {
         self.fault.get_or_insert_with(|| {
             format!(
                 "constraint {} uses {kind} variable {index}, but only {len} exist",
-                self.w.a.len()
+                self.w.num_constraints()
             )
         });
     }
+}
+
+/// One half of [`WitnessBuilder::eval`]: adds the `terms` over `values` (the inputs or the aux)
+/// to `acc`, marking their indices in `density`. An index past `values` is skipped; the first
+/// is returned for the caller's fault, which keeps only the first anyway.
+#[inline]
+fn add_terms<'a>(
+    acc: &mut Scalar,
+    terms: impl Iterator<Item = (&'a usize, &'a Scalar)>,
+    values: &[Scalar],
+    mut density: Option<&mut Density>,
+) -> Option<usize> {
+    let mut missing = None;
+    for (&i, coeff) in terms {
+        if coeff.is_zero_vartime() {
+            continue;
+        }
+        let Some(value) = values.get(i) else {
+            missing.get_or_insert(i);
+            continue;
+        };
+        *acc += if *coeff == Scalar::ONE {
+            *value
+        } else {
+            *value * coeff
+        };
+        if let Some(d) = density.as_deref_mut() {
+            d.mark(i);
+        }
+    }
+    missing
 }
 
 impl ConstraintSystem<Scalar> for WitnessBuilder {
@@ -347,9 +382,12 @@ impl ConstraintSystem<Scalar> for WitnessBuilder {
         self.w.b_aux_density = b_aux;
 
         let pool = self.w.recycle.0.as_deref();
-        pool::push(&mut self.w.a, va, pool);
-        pool::push(&mut self.w.b, vb, pool);
-        pool::push(&mut self.w.c, vc, pool);
+        // A builder's witness is always evaluated: it is made so and never deferred.
+        if let Evaluations::Evaluated { a, b, c } = &mut self.w.evaluations {
+            pool::push(a, va, pool);
+            pool::push(b, vb, pool);
+            pool::push(c, vc, pool);
+        }
     }
 
     fn push_namespace<NR, N>(&mut self, _: N)
@@ -377,15 +415,24 @@ impl ConstraintSystem<Scalar> for WitnessBuilder {
             .extend(&other.w.b_input_density, true);
         self.w.b_aux_density.extend(&other.w.b_aux_density, false);
         let pool = self.w.recycle.0.as_deref();
-        for (mine, theirs) in [
-            (&mut self.w.a, &other.w.a),
-            (&mut self.w.b, &other.w.b),
-            (&mut self.w.c, &other.w.c),
-            (&mut self.w.aux, &other.w.aux),
-        ] {
+        let append = |mine: &mut Vec<Scalar>, theirs: &[Scalar]| {
             pool::reserve(mine, theirs.len(), pool);
             mine.extend_from_slice(theirs);
+        };
+        if let (
+            Evaluations::Evaluated { a, b, c },
+            Evaluations::Evaluated {
+                a: a2,
+                b: b2,
+                c: c2,
+            },
+        ) = (&mut self.w.evaluations, &other.w.evaluations)
+        {
+            append(a, a2);
+            append(b, b2);
+            append(c, c2);
         }
+        append(&mut self.w.aux, &other.w.aux);
         self.w
             .inputs
             .extend_from_slice(other.w.inputs.get(1..).unwrap_or_default());

@@ -1,6 +1,6 @@
 //! A batch: COUNT proofs through the daemon, CONCURRENCY in flight, each timed by the client
 //! and by the daemon (queue, parameter load, synthesis, prove); optional saving and
-//! verification after the timed part. Several daemons at once: `fleet.rs`.
+//! verification after the timed part. Running a batch (one daemon or several): `fleet.rs`.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -12,7 +12,6 @@ use serde::Serialize;
 use zkforge_server::pb;
 
 use super::address::{status_code, Client, DaemonAddr};
-use super::fleet::run_fleet;
 use super::input::ProofInput;
 
 /// How long past `proof_timeout` the client waits for the daemon's own TIMEOUT answer.
@@ -256,14 +255,6 @@ pub(crate) fn progress_bar(config: &BatchConfig) -> ProgressBar {
         config.concurrency
     ));
     bar
-}
-
-/// Runs the batch against `config.addr`: connects (failing fast if the daemon is not there),
-/// keeps `concurrency` proofs in flight until `count` are done, saving each proof as it
-/// arrives (a client killed mid-batch keeps what it received), then verifies.
-pub async fn run_batch(config: &BatchConfig) -> Result<BatchReport> {
-    let fleet = run_fleet(config, std::slice::from_ref(&config.addr)).await?;
-    Ok(fleet.fleet)
 }
 
 /// Checks every completed proof with filecoin-proofs, outside the timed part; returns the

@@ -8,8 +8,8 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 
 use super::address::DaemonAddr;
-use super::batch::{run_batch, BatchConfig, BatchReport};
-use super::fleet::run_fleet;
+use super::batch::{BatchConfig, BatchReport};
+use super::fleet::{fleet_summary, run_batch, run_fleet};
 use super::input::{InputSpec, ProofInput, ProofType};
 use super::report::{self, write_json};
 use super::sweep::{run_sweep, Point, SweepConfig};
@@ -230,7 +230,7 @@ pub fn run_batch_command(args: BatchArgs) -> Result<()> {
         return check(&report);
     }
     let fleet = runtime()?.block_on(run_fleet(&config, &addrs))?;
-    print!("{}", report::fleet_summary(&fleet));
+    print!("{}", fleet_summary(&fleet));
     if let Some(path) = &args.output.json {
         write_json(path, &fleet)?;
     }

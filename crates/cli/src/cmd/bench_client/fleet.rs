@@ -8,6 +8,7 @@
 //! kept because this is a benchmark that should show it: a daemon that fails requests at once
 //! is always least loaded and draws more of them; its row's failures say so.
 
+use std::fmt::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -18,9 +19,9 @@ use serde::Serialize;
 use super::address::{connect, Client, DaemonAddr};
 use super::batch::{
     progress_bar, prove_one, run_prefix, save, summarize, verify_records, BatchConfig, BatchReport,
-    ProofRecord,
+    ProofRecord, Spread,
 };
-use super::report::proof_line;
+use super::report::{proof_line, summary};
 
 /// A batch's numbers for the whole fleet and for each daemon, as `--json` writes them when
 /// there are several.
@@ -213,6 +214,54 @@ fn report(
         config.verify,
     );
     FleetReport { fleet, daemons }
+}
+
+/// Runs the batch against `config.addr` alone (a fleet of one): connects (failing fast if the daemon is not there),
+/// keeps `concurrency` proofs in flight until `count` are done, saving each proof as it
+/// arrives (a client killed mid-batch keeps what it received), then verifies.
+pub async fn run_batch(config: &BatchConfig) -> Result<BatchReport> {
+    let fleet = run_fleet(config, std::slice::from_ref(&config.addr)).await?;
+    Ok(fleet.fleet)
+}
+
+/// Each daemon's row, then the fleet's summary (`bench batch` with several addresses).
+pub fn fleet_summary(f: &FleetReport) -> String {
+    let avg = |v: Option<Spread>| v.map_or("-".into(), |v| format!("{:.2}", v.avg));
+    let rows: Vec<[String; 7]> = f
+        .daemons
+        .iter()
+        .map(|d| {
+            [
+                d.addr.clone(),
+                d.count.to_string(),
+                format!("{}/{}", d.completed, d.count),
+                d.concurrency.to_string(),
+                format!("{:.2}", d.proofs_per_min),
+                avg(d.total_s),
+                avg(d.gpu_s),
+            ]
+        })
+        .collect();
+    let addr_w = rows
+        .iter()
+        .map(|r| r[0].chars().count())
+        .chain([6])
+        .max()
+        .unwrap_or(6);
+    let mut out = format!(
+        "{:<addr_w$}  {:>5}  {:>9}  {:>11}  {:>10}  {:>14}  {:>12}\n",
+        "daemon", "sent", "done", "most at once", "proofs/min", "avg total (s)", "avg gpu (s)"
+    );
+    for r in &rows {
+        let _ = writeln!(
+            out,
+            "{:<addr_w$}  {:>5}  {:>9}  {:>11}  {:>10}  {:>14}  {:>12}",
+            r[0], r[1], r[2], r[3], r[4], r[5], r[6]
+        );
+    }
+    let _ = writeln!(out, "fleet of {}:", f.daemons.len());
+    out.push_str(&summary(&f.fleet));
+    out
 }
 
 #[cfg(test)]

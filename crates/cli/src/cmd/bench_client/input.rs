@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
-use zkforge_filecoin::fixtures::{self, read_base64_list, unhex32, Manifest};
 use zkforge_filecoin::porep;
 use zkforge_filecoin::shape::parse_sector_size;
+use zkforge_fixtures::{self as fixtures, read_base64_list, unhex32, Manifest};
 use zkforge_server::pb;
 
 /// The proof kinds the daemon serves.

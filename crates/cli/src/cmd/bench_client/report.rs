@@ -8,7 +8,6 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 use super::batch::{BatchReport, ProofRecord, Spread};
-use super::fleet::FleetReport;
 
 fn s(ms: u64) -> String {
     format!("{:.2}", ms as f64 / 1e3)
@@ -77,46 +76,6 @@ pub fn summary(r: &BatchReport) -> String {
             r.completed
         );
     }
-    out
-}
-
-/// Each daemon's row, then the fleet's summary (`bench batch` with several addresses).
-pub fn fleet_summary(f: &FleetReport) -> String {
-    let avg = |v: Option<Spread>| v.map_or("-".into(), |v| format!("{:.2}", v.avg));
-    let rows: Vec<[String; 7]> = f
-        .daemons
-        .iter()
-        .map(|d| {
-            [
-                d.addr.clone(),
-                d.count.to_string(),
-                format!("{}/{}", d.completed, d.count),
-                d.concurrency.to_string(),
-                format!("{:.2}", d.proofs_per_min),
-                avg(d.total_s),
-                avg(d.gpu_s),
-            ]
-        })
-        .collect();
-    let addr_w = rows
-        .iter()
-        .map(|r| r[0].chars().count())
-        .chain([6])
-        .max()
-        .unwrap_or(6);
-    let mut out = format!(
-        "{:<addr_w$}  {:>5}  {:>9}  {:>11}  {:>10}  {:>14}  {:>12}\n",
-        "daemon", "sent", "done", "most at once", "proofs/min", "avg total (s)", "avg gpu (s)"
-    );
-    for r in &rows {
-        let _ = writeln!(
-            out,
-            "{:<addr_w$}  {:>5}  {:>9}  {:>11}  {:>10}  {:>14}  {:>12}",
-            r[0], r[1], r[2], r[3], r[4], r[5], r[6]
-        );
-    }
-    let _ = writeln!(out, "fleet of {}:", f.daemons.len());
-    out.push_str(&summary(&f.fleet));
     out
 }
 

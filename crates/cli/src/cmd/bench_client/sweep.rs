@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, ensure, Context, Result};
 
 use super::address::{connect, DaemonAddr};
-use super::batch::{run_batch, BatchConfig};
+use super::batch::BatchConfig;
+use super::fleet::run_batch;
 use super::report::SweepRow;
 
 /// One batch shape, written `COUNTxCONCURRENCY`.
