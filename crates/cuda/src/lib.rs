@@ -38,7 +38,7 @@ pub use options::{parse_devices, CudaOptions, Residency};
 #[cfg(feature = "cuda")]
 pub use spmv::{matrices_bytes, DeviceMatrices};
 #[cfg(not(feature = "cuda"))]
-pub use stub::{CudaDevice, DeviceBasesG1, DeviceBasesG2, DeviceScalars};
+pub use stub::{CudaDevice, DeviceBasesG1, DeviceBasesG2, DeviceMatrices, DeviceScalars};
 pub use vram::{VramBudget, VramReservation};
 
 /// Direction of a number-theoretic transform over the scalar field.
@@ -48,6 +48,18 @@ pub enum NttDirection {
     Forward,
     /// out[i] = n^{-1}·Σ_j in[j]·ω^{-ij}
     Inverse,
+}
+
+/// Where the constraint products' c comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CFrom {
+    /// c = C·z, for any assignment.
+    Matrix,
+    /// c = a∘b: equal to C·z row by row for an assignment that satisfies every constraint (the
+    /// prover's always does), at the cost of one product a row instead of C's products. An
+    /// assignment that does not satisfy them gives a proof that fails verification either
+    /// way: C enters the proof through the key's L query, not through c alone.
+    AB,
 }
 
 /// Largest supported transform: log2 of the Filecoin 32 GiB circuit domain.

@@ -1,18 +1,33 @@
 //! Host side of the constraint products: the recorded matrices uploaded once per circuit,
-//! then a = A·z, b = B·z, c = C·z computed on the device for each partition.
+//! then a = A·z, b = B·z and c = C·z (or a∘b) computed on the device for each partition.
 
 use cudarc::driver::{CudaSlice, PushKernelArg};
 use zkforge_groth16::r1cs::{ConstraintMatrices, SparseMatrix};
 
 use crate::device::{grid, CudaDevice, DeviceScalars};
 use crate::host::scalars_as_u64;
-use crate::CudaError;
+use crate::{CFrom, CudaError};
+
+/// Rows with more entries than this are summed by a warp each (`spmv_csr_long`) instead of a
+/// thread: a warp of one-thread rows takes as long as its longest row, and PoRep's A has ~200-
+/// entry rows (0.45% of its rows, 38% of its entries) that would set most warps' pace.
+const LONG_ROW: u32 = 8;
 
 /// One CSR matrix on the device.
 struct DeviceCsr {
     row_starts: CudaSlice<u32>,
     /// (column, coefficient index) pairs, as `uint2` in the kernel.
     entries: CudaSlice<u32>,
+    /// The rows longer than [`LONG_ROW`], ascending.
+    long_rows: CudaSlice<u32>,
+    long_count: usize,
+}
+
+/// The rows of `x` with more than [`LONG_ROW`] entries, ascending.
+fn long_rows(x: &SparseMatrix) -> impl Iterator<Item = u32> + '_ {
+    (0..x.rows())
+        .filter(|&r| x.row_starts[r + 1] - x.row_starts[r] > LONG_ROW)
+        .map(|r| r as u32)
 }
 
 /// A circuit's A, B and C resident in device memory.
@@ -28,7 +43,9 @@ pub struct DeviceMatrices {
 
 /// Device bytes [`CudaDevice::upload_matrices`] takes for `m`.
 pub fn matrices_bytes(m: &ConstraintMatrices) -> u64 {
-    let csr = |x: &SparseMatrix| 4 * x.row_starts.len() + 8 * x.entries.len();
+    let csr = |x: &SparseMatrix| {
+        4 * x.row_starts.len() + 8 * x.entries.len() + 4 * long_rows(x).count().max(1)
+    };
     (csr(&m.a) + csr(&m.b) + csr(&m.c) + 32 * m.coefficients.len()) as u64
 }
 
@@ -46,6 +63,7 @@ impl CudaDevice {
             let words = unsafe {
                 std::slice::from_raw_parts(x.entries.as_ptr() as *const u32, 2 * x.entries.len())
             };
+            let long: Vec<u32> = long_rows(x).collect();
             Ok(DeviceCsr {
                 row_starts: self.stream.clone_htod(&x.row_starts[..])?,
                 entries: self.stream.clone_htod(if words.is_empty() {
@@ -53,6 +71,12 @@ impl CudaDevice {
                 } else {
                     words
                 })?,
+                long_rows: self.stream.clone_htod(if long.is_empty() {
+                    &[0u32][..]
+                } else {
+                    &long
+                })?,
+                long_count: long.len(),
             })
         };
         let dm = DeviceMatrices {
@@ -68,13 +92,15 @@ impl CudaDevice {
         Ok(dm)
     }
 
-    /// A·z, B·z and C·z for z = inputs ‖ aux, each zero-padded to `padded` rows (the domain).
+    /// A·z, B·z and C·z (or A·z ∘ B·z, see [`CFrom`]) for z = inputs ‖ aux, each zero-padded
+    /// to `padded` rows (the domain).
     pub fn constraint_products(
         &self,
         m: &DeviceMatrices,
         inputs: &DeviceScalars,
         aux: &DeviceScalars,
         padded: usize,
+        c_from: CFrom,
     ) -> Result<[DeviceScalars; 3], CudaError> {
         if inputs.len != m.num_inputs || aux.len != m.num_aux || padded < m.rows {
             return Err(CudaError::Invalid(format!(
@@ -96,13 +122,43 @@ impl CudaDevice {
                 .arg(&m.coefficients)
                 .arg(&inputs.buf)
                 .arg(&n_in)
-                .arg(&aux.buf);
+                .arg(&aux.buf)
+                .arg(&LONG_ROW);
             unsafe { b.launch(grid(padded_rows, 256)) }?;
+            if x.long_count > 0 {
+                let n_long = x.long_count as u64;
+                let mut b = self.stream.launch_builder(&self.k.spmv_csr_long);
+                b.arg(&mut out)
+                    .arg(&x.long_rows)
+                    .arg(&n_long)
+                    .arg(&x.row_starts)
+                    .arg(&x.entries)
+                    .arg(&m.coefficients)
+                    .arg(&inputs.buf)
+                    .arg(&n_in)
+                    .arg(&aux.buf);
+                unsafe { b.launch(grid(32 * n_long, 256)) }?;
+            }
             Ok(DeviceScalars {
                 buf: out,
                 len: padded,
             })
         };
-        Ok([product(&m.a)?, product(&m.b)?, product(&m.c)?])
+        let (a, b) = (product(&m.a)?, product(&m.b)?);
+        let c = match c_from {
+            CFrom::Matrix => product(&m.c)?,
+            CFrom::AB => {
+                // SAFETY: the kernel writes every one of the `padded` rows.
+                let mut out = unsafe { self.stream.alloc::<u64>(padded.max(1) * 4) }?;
+                let mut l = self.stream.launch_builder(&self.k.fr_hadamard);
+                l.arg(&mut out).arg(&a.buf).arg(&b.buf).arg(&padded_rows);
+                unsafe { l.launch(grid(padded_rows, 256)) }?;
+                DeviceScalars {
+                    buf: out,
+                    len: padded,
+                }
+            }
+        };
+        Ok([a, b, c])
     }
 }

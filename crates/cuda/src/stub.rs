@@ -1,8 +1,9 @@
 //! Same API as the GPU build, for builds without the `cuda` feature.
 
 use crate::host::MsmOptions;
-use crate::{CudaError, NttDirection};
+use crate::{CFrom, CudaError, NttDirection};
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use zkforge_groth16::r1cs::ConstraintMatrices;
 
 /// A GPU; never constructible in this build.
 pub struct CudaDevice {
@@ -21,6 +22,11 @@ pub struct DeviceBasesG2 {
 
 /// Scalars resident on a GPU.
 pub struct DeviceScalars {
+    _private: (),
+}
+
+/// A circuit's constraint matrices resident on a GPU.
+pub struct DeviceMatrices {
     _private: (),
 }
 
@@ -193,6 +199,19 @@ impl CudaDevice {
         _scalars: &DeviceScalars,
         _opts: &MsmOptions,
     ) -> Result<G2Projective, CudaError> {
+        Err(CudaError::NotBuilt)
+    }
+    pub fn upload_matrices(&self, _m: &ConstraintMatrices) -> Result<DeviceMatrices, CudaError> {
+        Err(CudaError::NotBuilt)
+    }
+    pub fn constraint_products(
+        &self,
+        _m: &DeviceMatrices,
+        _inputs: &DeviceScalars,
+        _aux: &DeviceScalars,
+        _padded: usize,
+        _c_from: CFrom,
+    ) -> Result<[DeviceScalars; 3], CudaError> {
         Err(CudaError::NotBuilt)
     }
 }

@@ -10,6 +10,8 @@ use rayon::prelude::*;
 use zkforge_cuda::host::{coset_z_inv, cpu_ntt, omega, Accumulate, MsmOptions};
 use zkforge_cuda::{CudaDevice, NttDirection};
 
+pub mod spmv;
+
 pub fn fresh_rng() -> (ChaCha20Rng, u64) {
     let seed = std::env::var("ZKFORGE_SEED")
         .ok()

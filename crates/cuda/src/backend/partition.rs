@@ -16,7 +16,7 @@ use super::gpu::{AuxQueries, Gpu, InputBases, KeyBases, Placement, ResidentMatri
 use super::streamed::msm_streamed;
 use crate::device::{lock, CudaDevice, DeviceScalars};
 use crate::host::{g1_affine_as_u64, g2_affine_as_u64, MsmOptions};
-use crate::{msm as gpu_msm, CudaError};
+use crate::{msm as gpu_msm, CFrom, CudaError};
 
 /// Device bytes one partition of a key of these lengths may use at its peak: its scalars
 /// (the key's [`PartitionPlan`]) plus the largest MSM's scratch.
@@ -220,7 +220,8 @@ fn kernels(
     let [a, b, c] = match evaluations {
         DeviceEvaluations::Uploaded(abc) => abc,
         DeviceEvaluations::Deferred { matrices, inputs } => phase(dev, "spmv", t0, report, |d| {
-            d.constraint_products(&matrices.device, &inputs, &aux, domain)
+            // The witness comes from synthesis, so it satisfies every constraint: c = a∘b.
+            d.constraint_products(&matrices.device, &inputs, &aux, domain, CFrom::AB)
         })?,
     };
     let h = phase(dev, "ntt", t0, report, |d| d.h_from_device(a, b, c))?;
