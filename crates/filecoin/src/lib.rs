@@ -8,6 +8,28 @@
 //! circuit's `.params`. What a request may carry is bounded by the protocol ([`limits`]) and
 //! checked before anything is sized from it.
 
+/// The [`PartitionedCircuit`] methods the circuit sets of the official crates (`porep`, `post`,
+/// `snap`) answer alike, from what each of them has: a `params_id` field, `circuit(k)` (the
+/// gadgets' circuit of partition `k`), a `public_params` field and its module's
+/// `blank_matrices::<Tree>`. `$synthesizing` is the context of a failed reference synthesis
+/// of partition `$k`. Defined before the modules that use it.
+macro_rules! gadget_circuit_methods {
+    (|$k:ident| $synthesizing:expr) => {
+        fn params_id(&self) -> &$crate::ParamsId {
+            &self.params_id
+        }
+
+        fn synthesize(&self, $k: usize) -> anyhow::Result<zkforge_groth16::Witness> {
+            let witness = zkforge_groth16::synthesize(self.circuit($k)?);
+            anyhow::Context::with_context(witness, || $synthesizing)
+        }
+
+        fn record_matrices(&self) -> anyhow::Result<Option<zkforge_groth16::ConstraintMatrices>> {
+            blank_matrices::<Tree>(&self.public_params).map(Some)
+        }
+    };
+}
+
 mod base64_list;
 mod hex;
 pub mod limits;

@@ -52,7 +52,7 @@ pub fn ensure_test_params(
     // Another generator may have finished while this one waited for the lock.
     if !is_complete(&id, dir) {
         tracing::info!(dir = %dir.display(), "generating {} test parameters", id.circuit_id());
-        generate_locked(&id, kind, sector_size, dir, &CpuFixedBase, None, progress)?;
+        generate_locked(&id, dir, &CpuFixedBase, None, progress)?;
     } else if !param_digest::record_path(&id, dir).exists()
         && !param_digest::vk_is_published(&id, dir)
     {
@@ -90,15 +90,13 @@ pub fn generate(
 ) -> Result<Generated> {
     let id = crate::registry::params_id(kind, sector_size)?;
     let _lock = ParamsLock::acquire(&id, dir)?;
-    generate_locked(&id, kind, sector_size, dir, backend, seed, progress)
+    generate_locked(&id, dir, backend, seed, progress)
 }
 
-/// [`generate`] for a caller that holds the lock; `.meta`, `.r1cs` and `.vk` are in place
-/// before `.params` (see [`is_complete`]).
+/// [`generate`] for a caller that holds the lock, of the set `id` names (its kind and sector
+/// size); `.meta`, `.r1cs` and `.vk` are in place before `.params` (see [`is_complete`]).
 fn generate_locked(
     id: &ParamsId,
-    kind: ProofKind,
-    sector_size: u64,
     dir: &Path,
     backend: &dyn FixedBaseBackend,
     seed: Option<u64>,
@@ -109,7 +107,7 @@ fn generate_locked(
     // A record of earlier files would vouch for files about to be replaced.
     param_digest::remove_record(id, dir)?;
     let t = std::time::Instant::now();
-    let m = crate::registry::matrices(kind, sector_size)?;
+    let m = crate::registry::matrices(id.kind, id.sector_size)?;
     let record_secs = t.elapsed().as_secs_f64();
     tracing::info!(
         circuit = %id.circuit_id(),

@@ -28,7 +28,7 @@ use zkforge_groth16::{Assignment, ConstraintMatrices, ScalarPool, Witness};
 
 use crate::native::{self, ChallengeSource, CircuitShape, PartitionValues, PoRepLayout};
 use crate::registered_proof::params_id;
-use crate::shape::with_tree;
+use crate::shape::{with_proof_tree, with_tree};
 use crate::untrusted::refusing_panics;
 use crate::{ParamsId, PartitionedCircuit, ProofKind};
 
@@ -90,16 +90,49 @@ fn is_wrapper(bytes: &[u8]) -> serde_json::Result<bool> {
     Ok(found)
 }
 
+/// What the two visitors below share: their `Value`, what they expect (serde's error messages
+/// name it), and every JSON scalar (bool, number, string, null) dropped and answered with
+/// `$answer`. They differ in how they walk objects and arrays.
+macro_rules! skimming_visitor {
+    ($value:ty, $answer:expr, $expecting:literal) => {
+        type Value = $value;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str($expecting)
+        }
+
+        fn visit_bool<E>(self, _: bool) -> Result<$value, E> {
+            Ok($answer)
+        }
+
+        fn visit_i64<E>(self, _: i64) -> Result<$value, E> {
+            Ok($answer)
+        }
+
+        fn visit_u64<E>(self, _: u64) -> Result<$value, E> {
+            Ok($answer)
+        }
+
+        fn visit_f64<E>(self, _: f64) -> Result<$value, E> {
+            Ok($answer)
+        }
+
+        fn visit_str<E>(self, _: &str) -> Result<$value, E> {
+            Ok($answer)
+        }
+
+        fn visit_unit<E>(self) -> Result<$value, E> {
+            Ok($answer)
+        }
+    };
+}
+
 /// The top level of a C1 document: true for an object with a `Phase1Out` key, false for any
 /// other value (which the raw parse then refuses by name).
 struct TopLevel;
 
 impl<'de> Visitor<'de> for TopLevel {
-    type Value = bool;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a JSON document")
-    }
+    skimming_visitor!(bool, false, "a JSON document");
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
         let mut found = false;
@@ -112,30 +145,6 @@ impl<'de> Visitor<'de> for TopLevel {
 
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<bool, A::Error> {
         SkipVisitor.visit_seq(seq).map(|_| false)
-    }
-
-    fn visit_bool<E>(self, _: bool) -> Result<bool, E> {
-        Ok(false)
-    }
-
-    fn visit_i64<E>(self, _: i64) -> Result<bool, E> {
-        Ok(false)
-    }
-
-    fn visit_u64<E>(self, _: u64) -> Result<bool, E> {
-        Ok(false)
-    }
-
-    fn visit_f64<E>(self, _: f64) -> Result<bool, E> {
-        Ok(false)
-    }
-
-    fn visit_str<E>(self, _: &str) -> Result<bool, E> {
-        Ok(false)
-    }
-
-    fn visit_unit<E>(self) -> Result<bool, E> {
-        Ok(false)
     }
 }
 
@@ -154,11 +163,7 @@ impl<'de> Deserialize<'de> for Skip {
 struct SkipVisitor;
 
 impl<'de> Visitor<'de> for SkipVisitor {
-    type Value = Skip;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
+    skimming_visitor!(Skip, Skip, "any JSON value");
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Skip, A::Error> {
         while map.next_entry::<Skip, Skip>()?.is_some() {}
@@ -167,30 +172,6 @@ impl<'de> Visitor<'de> for SkipVisitor {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Skip, A::Error> {
         while seq.next_element::<Skip>()?.is_some() {}
-        Ok(Skip)
-    }
-
-    fn visit_bool<E>(self, _: bool) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-
-    fn visit_i64<E>(self, _: i64) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-
-    fn visit_u64<E>(self, _: u64) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-
-    fn visit_f64<E>(self, _: f64) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-
-    fn visit_str<E>(self, _: &str) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-
-    fn visit_unit<E>(self) -> Result<Skip, E> {
         Ok(Skip)
     }
 }
@@ -217,6 +198,14 @@ impl<'de> Deserialize<'de> for IsPhase1Out {
     }
 }
 
+/// Builds the partition circuits of a C1 output.
+pub fn porep_circuits(c1: SealCommitPhase1Output) -> Result<Box<dyn PartitionedCircuit>> {
+    let size = u64::from(c1.registered_proof.sector_size());
+    refusing_panics("the C1 output's vanilla proofs", || {
+        with_tree!(size, porep_for_tree, c1)
+    })
+}
+
 /// A PoRep request whose partitions also have a native assignment (see
 /// [`PoRepCircuits::assignment`]), for any sector size.
 pub trait NativePoRep: Send + Sync {
@@ -240,18 +229,9 @@ fn native_for_tree<Tree: 'static + MerkleTreeTrait>(
     Ok(Box::new(PoRepCircuits::<Tree>::new(c1)?))
 }
 
-/// Builds the partition circuits of a C1 output.
-pub fn porep_circuits(c1: SealCommitPhase1Output) -> Result<Box<dyn PartitionedCircuit>> {
-    let size = u64::from(c1.registered_proof.sector_size());
-    refusing_panics("the C1 output's vanilla proofs", || {
-        with_tree!(size, porep_for_tree, c1)
-    })
-}
-
 /// The parameter set of a registered PoRep proof.
 pub fn porep_params_id(proof: RegisteredSealProof) -> Result<ParamsId> {
-    let size = u64::from(proof.sector_size());
-    with_tree!(size, params_id_for_tree, &proof.as_v1_config())
+    with_proof_tree!(proof, params_id_for_tree)
 }
 
 pub(crate) fn params_id_for_tree<Tree: 'static + MerkleTreeTrait>(
@@ -267,8 +247,7 @@ pub(crate) fn params_id_for_tree<Tree: 'static + MerkleTreeTrait>(
 
 /// The recorded constraints of a registered PoRep proof's circuit.
 pub fn porep_matrices(proof: RegisteredSealProof) -> Result<ConstraintMatrices> {
-    let size = u64::from(proof.sector_size());
-    with_tree!(size, matrices_for_tree, &proof.as_v1_config())
+    with_proof_tree!(proof, matrices_for_tree)
 }
 
 fn matrices_for_tree<Tree: 'static + MerkleTreeTrait>(
@@ -470,21 +449,10 @@ impl<Tree: 'static + MerkleTreeTrait> NativePoRep for PoRepCircuits<Tree> {
 type Compound<Tree> = StackedCompound<Tree, DefaultPieceHasher>;
 
 impl<Tree: 'static + MerkleTreeTrait> PartitionedCircuit for PoRepCircuits<Tree> {
-    fn params_id(&self) -> &ParamsId {
-        &self.params_id
-    }
+    gadget_circuit_methods!(|k| format!("synthesizing partition {k}"));
 
     fn partitions(&self) -> usize {
         self.vanilla.len()
-    }
-
-    fn synthesize(&self, k: usize) -> Result<Witness> {
-        zkforge_groth16::synthesize(self.circuit(k)?)
-            .with_context(|| format!("synthesizing partition {k}"))
-    }
-
-    fn record_matrices(&self) -> Result<Option<ConstraintMatrices>> {
-        blank_matrices::<Tree>(&self.public_params).map(Some)
     }
 
     /// The native assignment (one thread: the engine runs partitions side by side) and the

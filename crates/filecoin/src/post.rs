@@ -29,8 +29,8 @@ use crate::limits::MAX_PARTITIONS_PER_DEADLINE;
 use crate::native;
 use crate::post_partition::{partition_public_inputs, verify_partition, Domain};
 use crate::registered_proof::params_id;
-use crate::shape::{format_sector_size, with_tree};
-use crate::untrusted::refusing_panics;
+use crate::shape::{format_sector_size, with_proof_tree, with_tree};
+use crate::untrusted::{decode_each, refusing_panics};
 use crate::{ParamsId, PartitionedCircuit, ProofKind};
 
 /// A PoSt proving request, as the cuzk API carries it.
@@ -90,20 +90,18 @@ pub fn post_assignments(req: PostRequest) -> Result<Box<dyn PostAssignments>> {
     })
 }
 
+/// WinningPoSt or WindowPoSt: which one a registered PoSt proof is.
+pub fn post_kind(proof: RegisteredPoStProof) -> ProofKind {
+    kind(&proof.as_v1_config())
+}
+
 pub fn post_params_id(proof: RegisteredPoStProof) -> Result<ParamsId> {
-    let size = u64::from(proof.sector_size());
-    with_tree!(size, params_id_for_tree, &proof.as_v1_config())
+    with_proof_tree!(proof, params_id_for_tree)
 }
 
 /// The recorded constraints of a registered PoSt proof's circuit.
 pub fn post_matrices(proof: RegisteredPoStProof) -> Result<ConstraintMatrices> {
-    let size = u64::from(proof.sector_size());
-    with_tree!(size, matrices_for_tree, &proof.as_v1_config())
-}
-
-/// WinningPoSt or WindowPoSt: which one a registered PoSt proof is.
-pub fn post_kind(proof: RegisteredPoStProof) -> ProofKind {
-    kind(&proof.as_v1_config())
+    with_proof_tree!(proof, matrices_for_tree)
 }
 
 fn kind(config: &PoStConfig) -> ProofKind {
@@ -341,16 +339,9 @@ fn parse_request<Tree: 'static + MerkleTreeTrait>(req: PostRequest) -> Result<Po
     let config = req.registered_proof.as_v1_config();
     check_counts(&req, &config)?;
     let proof_type = req.registered_proof;
-    // Each proof's bytes are freed as soon as it is decoded.
-    let vanilla: Vec<FallbackPoStSectorProof<Tree>> = req
-        .vanilla_proofs
-        .into_iter()
-        .enumerate()
-        .map(|(i, b)| {
-            bincode::deserialize(&b)
-                .with_context(|| format!("vanilla proof {i} is not a {proof_type:?} sector proof"))
-        })
-        .collect::<Result<_>>()?;
+    let vanilla: Vec<FallbackPoStSectorProof<Tree>> = decode_each(req.vanilla_proofs, |i| {
+        format!("vanilla proof {i} is not a {proof_type:?} sector proof")
+    })?;
     let public_params = public_params::<Tree>(&config)?;
     let randomness = as_safe_commitment(&req.randomness, "randomness")?;
     let prover_id = as_safe_commitment(&req.prover_id, "prover_id")?;
@@ -430,20 +421,10 @@ impl<Tree: 'static + MerkleTreeTrait> PostCircuits<Tree> {
 }
 
 impl<Tree: 'static + MerkleTreeTrait> PartitionedCircuit for PostCircuits<Tree> {
-    fn params_id(&self) -> &ParamsId {
-        &self.params_id
-    }
+    gadget_circuit_methods!(|k| "synthesizing the PoSt circuit");
 
     fn partitions(&self) -> usize {
         1
-    }
-
-    fn synthesize(&self, k: usize) -> Result<Witness> {
-        zkforge_groth16::synthesize(self.circuit(k)?).context("synthesizing the PoSt circuit")
-    }
-
-    fn record_matrices(&self) -> Result<Option<ConstraintMatrices>> {
-        blank_matrices::<Tree>(&self.public_params).map(Some)
     }
 
     /// Native: the sectors written in parallel on the synthesis pool's threads (a PoSt request

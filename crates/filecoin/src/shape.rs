@@ -54,6 +54,18 @@ macro_rules! __with_tree {
 
 pub use crate::__with_tree as with_tree;
 
+/// [`with_tree`] for a registered proof: `$f::<Tree>(&config)`, `config` being the proof's v1
+/// configuration and `Tree` its sector size's shape. Each kind's parameter set and recorded
+/// constraints are reached from its registered proof this way.
+macro_rules! with_proof_tree {
+    ($proof:expr, $f:ident) => {{
+        let proof = $proof;
+        $crate::shape::with_tree!(u64::from(proof.sector_size()), $f, &proof.as_v1_config())
+    }};
+}
+
+pub(crate) use with_proof_tree;
+
 /// Parses "2KiB", "32GiB", "2048"...
 pub fn parse_sector_size(s: &str) -> Result<u64> {
     let t = s.trim();

@@ -34,8 +34,8 @@ use zkforge_groth16::{Assignment, ConstraintMatrices, MatrixRecorder, Witness};
 
 use crate::native::{self, SnapChallenge, SnapLayout, SnapPartition};
 use crate::registered_proof::params_id;
-use crate::shape::{format_sector_size, with_tree};
-use crate::untrusted::refusing_panics;
+use crate::shape::{format_sector_size, with_proof_tree, with_tree};
+use crate::untrusted::{decode_each, refusing_panics};
 use crate::{ParamsId, PartitionedCircuit, ProofKind};
 
 /// A SnapDeals proving request, as the cuzk API carries it.
@@ -86,14 +86,12 @@ pub fn snap_assignments(req: SnapRequest) -> Result<Box<dyn SnapAssignments>> {
 }
 
 pub fn snap_params_id(proof: RegisteredUpdateProof) -> Result<ParamsId> {
-    let size = u64::from(proof.sector_size());
-    with_tree!(size, params_id_for_tree, &proof.as_v1_config())
+    with_proof_tree!(proof, params_id_for_tree)
 }
 
 /// The recorded constraints of a registered SnapDeals proof's circuit.
 pub fn snap_matrices(proof: RegisteredUpdateProof) -> Result<ConstraintMatrices> {
-    let size = u64::from(proof.sector_size());
-    with_tree!(size, matrices_for_tree, &proof.as_v1_config())
+    with_proof_tree!(proof, matrices_for_tree)
 }
 
 type Compound<Tree> = EmptySectorUpdateCompound<Tree>;
@@ -159,17 +157,9 @@ fn parse_request<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
         req.vanilla_proofs.len()
     );
     let proof_type = req.registered_proof;
-    // Each proof's bytes are freed as soon as it is decoded.
-    let partitions: Vec<PartitionProof<Tree>> = req
-        .vanilla_proofs
-        .into_iter()
-        .enumerate()
-        .map(|(i, b)| {
-            bincode::deserialize(&b).with_context(|| {
-                format!("vanilla proof {i} is not a {proof_type:?} partition proof")
-            })
-        })
-        .collect::<Result<_>>()?;
+    let partitions: Vec<PartitionProof<Tree>> = decode_each(req.vanilla_proofs, |i| {
+        format!("vanilla proof {i} is not a {proof_type:?} partition proof")
+    })?;
     let public_inputs = PublicInputs {
         k: expected,
         comm_r_old: as_safe_commitment::<TreeRDomain, _>(&req.comm_r_old, "comm_r_old")?,
@@ -334,21 +324,10 @@ impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> SnapAssignments for 
 impl<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> PartitionedCircuit
     for SnapCircuits<Tree>
 {
-    fn params_id(&self) -> &ParamsId {
-        &self.params_id
-    }
+    gadget_circuit_methods!(|k| format!("synthesizing partition {k}"));
 
     fn partitions(&self) -> usize {
         self.partitions.len()
-    }
-
-    fn synthesize(&self, k: usize) -> Result<Witness> {
-        zkforge_groth16::synthesize(self.circuit(k)?)
-            .with_context(|| format!("synthesizing partition {k}"))
-    }
-
-    fn record_matrices(&self) -> Result<Option<ConstraintMatrices>> {
-        blank_matrices::<Tree>(&self.public_params).map(Some)
     }
 
     /// Native, a job's partitions sharing the synthesis pool's threads: the engine runs them

@@ -6,7 +6,8 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, Context, Result};
+use serde::de::DeserializeOwned;
 
 /// Runs `build`, turning a panic into an error naming `what` and the panic's message.
 pub(crate) fn refusing_panics<T>(what: &str, build: impl FnOnce() -> Result<T>) -> Result<T> {
@@ -20,6 +21,19 @@ pub(crate) fn refusing_panics<T>(what: &str, build: impl FnOnce() -> Result<T>) 
             "{what} are malformed: the Filecoin code checking them failed ({msg})"
         ))
     })
+}
+
+/// Each of a request's vanilla proofs decoded from bincode, its bytes freed as soon as it is;
+/// one that does not decode is named by `what(i)`, `i` its index.
+pub(crate) fn decode_each<T: DeserializeOwned>(
+    proofs: Vec<Vec<u8>>,
+    what: impl Fn(usize) -> String,
+) -> Result<Vec<T>> {
+    proofs
+        .into_iter()
+        .enumerate()
+        .map(|(i, b)| bincode::deserialize(&b).with_context(|| what(i)))
+        .collect()
 }
 
 #[cfg(test)]

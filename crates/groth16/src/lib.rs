@@ -13,6 +13,28 @@
 //! - [`proof`] and [`verify`]: the 192-byte proof and the pairing check;
 //! - [`generator`]: random (test-only) keys for a circuit, fast.
 
+/// The part of `ConstraintSystem` our three systems (`MatrixRecorder`, `WitnessBuilder`,
+/// `AssignmentWriter`) answer alike: each is its own root and keeps no namespaces, since
+/// names only serve bellpepper's debugging systems. Defined before the modules that use it.
+macro_rules! nameless_root {
+    () => {
+        type Root = Self;
+
+        fn push_namespace<NR, N>(&mut self, _: N)
+        where
+            NR: Into<String>,
+            N: FnOnce() -> NR,
+        {
+        }
+
+        fn pop_namespace(&mut self) {}
+
+        fn get_root(&mut self) -> &mut Self::Root {
+            self
+        }
+    };
+}
+
 pub mod error;
 #[cfg(feature = "fault-injection")]
 pub mod fault;

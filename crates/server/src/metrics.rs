@@ -159,6 +159,18 @@ impl Exposition {
         }
     }
 
+    /// A gauge with one sample per value of its one `label`.
+    fn gauge_by<'a>(
+        &mut self,
+        name: &str,
+        help: &str,
+        label: &'a str,
+        values: impl Iterator<Item = (&'a str, f64)>,
+    ) {
+        let samples = values.map(|(v, x)| (vec![(label, v)], x));
+        self.metric(name, "gauge", help, samples.collect::<Vec<_>>());
+    }
+
     /// One histogram series: `_bucket` per bound and +Inf, `_sum`, `_count`.
     fn histogram(&mut self, name: &str, labels: &[(&str, &str)], h: &Histogram) {
         let bucket = format!("{name}_bucket");
@@ -244,10 +256,8 @@ fn queues(out: &mut Exposition, s: &EngineStatus) {
     let kinds: Vec<(String, &KindCounts)> =
         s.queues.iter().map(|(k, c)| (k.to_string(), c)).collect();
     let mut by_kind = |name: &str, help: &str, f: fn(&KindCounts) -> usize| {
-        let samples = kinds
-            .iter()
-            .map(|(k, c)| (vec![("kind", k.as_str())], f(c) as f64));
-        out.metric(name, "gauge", help, samples.collect::<Vec<_>>());
+        let values = kinds.iter().map(|(k, c)| (k.as_str(), f(c) as f64));
+        out.gauge_by(name, help, "kind", values);
     };
     by_kind(
         "zkforge_partitions_pending",
@@ -308,12 +318,12 @@ fn devices(out: &mut Exposition, s: &EngineStatus) {
     );
     let ordinals: Vec<String> = s.devices.iter().map(|d| d.ordinal.to_string()).collect();
     let mut per_device = |name: &str, help: &str, f: fn(&DeviceStatus) -> u64| {
-        let samples = s
+        let values = s
             .devices
             .iter()
             .zip(&ordinals)
-            .map(|(d, o)| (vec![("device", o.as_str())], f(d) as f64));
-        out.metric(name, "gauge", help, samples.collect::<Vec<_>>());
+            .map(|(d, o)| (o.as_str(), f(d) as f64));
+        out.gauge_by(name, help, "device", values);
     };
     per_device(
         "zkforge_vram_budget_bytes",

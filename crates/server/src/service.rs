@@ -13,7 +13,7 @@ use tonic::{Request, Response, Status};
 use zkforge_engine::{
     Engine, JobOutcome, JobRequest, JobResult, Priority, SubmitError, MAX_REQUEST_ID_BYTES,
 };
-use zkforge_filecoin::registry;
+use zkforge_filecoin::{registry, ParamsId};
 
 use crate::pb::{self, proving_engine_server::ProvingEngine};
 use crate::request::{bounded, payload_digest};
@@ -65,6 +65,19 @@ impl ProvingService {
         })
         .await
         .map_err(|e| Status::internal(format!("request task failed: {e}")))?
+    }
+
+    /// Runs `f` on the engine and the parameter set `circuit_id` names, on the blocking pool
+    /// with the other key loads and evictions: loading or freeing a 47 GB key takes a while,
+    /// not on an async thread.
+    async fn on_key<T: Send + 'static>(
+        &self,
+        circuit_id: &str,
+        f: impl FnOnce(&Engine, &ParamsId) -> Result<T, Status> + Send + 'static,
+    ) -> Result<T, Status> {
+        let id = params_id(circuit_id)?;
+        let engine = self.engine.clone();
+        Self::blocking(&self.loading, move || f(&engine, &id)).await
     }
 
     async fn submit(&self, r: pb::SubmitProofRequest) -> Result<pb::SubmitProofResponse, Status> {
@@ -185,7 +198,7 @@ fn await_response(r: JobResult) -> pb::AwaitProofResponse {
     out
 }
 
-fn params_id(circuit_id: &str) -> Result<zkforge_filecoin::ParamsId, Status> {
+fn params_id(circuit_id: &str) -> Result<ParamsId, Status> {
     let (kind, size) = parse_circuit_id(circuit_id)
         .map_err(|e| Status::invalid_argument(bounded(format!("{e:#}"))))?;
     registry::params_id(kind, size).map_err(|e| Status::invalid_argument(format!("{e:#}")))
@@ -257,14 +270,13 @@ impl ProvingEngine for ProvingService {
         &self,
         req: Request<pb::PreloadSrsRequest>,
     ) -> Result<Response<pb::PreloadSrsResponse>, Status> {
-        let id = params_id(&req.into_inner().circuit_id)?;
-        let engine = self.engine.clone();
-        let (already_loaded, ms) = Self::blocking(&self.loading, move || {
-            engine
-                .preload(&id)
-                .map_err(|e| Status::failed_precondition(format!("{e:#}")))
-        })
-        .await?;
+        let (already_loaded, ms) = self
+            .on_key(&req.into_inner().circuit_id, |engine, id| {
+                engine
+                    .preload(id)
+                    .map_err(|e| Status::failed_precondition(format!("{e:#}")))
+            })
+            .await?;
         Ok(Response::new(pb::PreloadSrsResponse {
             already_loaded,
             load_time_ms: ms as u64,
@@ -275,10 +287,11 @@ impl ProvingEngine for ProvingService {
         &self,
         req: Request<pb::EvictSrsRequest>,
     ) -> Result<Response<pb::EvictSrsResponse>, Status> {
-        let id = params_id(&req.into_inner().circuit_id)?;
-        let engine = self.engine.clone();
-        // Freeing a 47 GB key takes a while: not on an async thread.
-        let freed = Self::blocking(&self.loading, move || Ok(engine.evict(&id))).await?;
+        let freed = self
+            .on_key(&req.into_inner().circuit_id, |engine, id| {
+                Ok(engine.evict(id))
+            })
+            .await?;
         Ok(Response::new(pb::EvictSrsResponse {
             was_loaded: freed.is_some(),
             freed_bytes: freed.unwrap_or(0),

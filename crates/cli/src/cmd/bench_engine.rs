@@ -1,6 +1,7 @@
 //! `zkforge bench engine`: jobs of a multi-partition synthetic circuit through the engine,
 //! against proving the same partitions one by one, in one run.
 
+use std::ops::RangeInclusive;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -28,15 +29,29 @@ pub struct EngineArgs {
     bit_fraction: f64,
 }
 
-pub fn run(args: EngineArgs) -> Result<()> {
+/// The run-size flags the engine benchmarks share (`bench engine`, `bench pipeline`), checked
+/// alike: `--log-size` within `sizes`, and some jobs of some partitions.
+pub(super) fn check_run_size(
+    log_size: u32,
+    sizes: RangeInclusive<u32>,
+    jobs: usize,
+    partitions: usize,
+) -> Result<()> {
     ensure!(
-        (1..=26).contains(&args.log_size),
-        "--log-size must lie in 1..=26"
+        sizes.contains(&log_size),
+        "--log-size must lie in {}..={}",
+        sizes.start(),
+        sizes.end()
     );
     ensure!(
-        args.jobs > 0 && args.partitions > 0,
+        jobs > 0 && partitions > 0,
         "--jobs and --partitions must be positive"
     );
+    Ok(())
+}
+
+pub fn run(args: EngineArgs) -> Result<()> {
+    check_run_size(args.log_size, 1..=26, args.jobs, args.partitions)?;
     let circuit = SyntheticCircuit::new(1 << args.log_size, 8, args.bit_fraction, 7);
     let pk = synthetic_key(&circuit, &default_cache_dir())?;
     let units = args.jobs * args.partitions;

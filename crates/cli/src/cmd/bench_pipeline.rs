@@ -17,7 +17,7 @@ use zkforge_engine::{Engine, EngineConfig, JobOutcome, JobRequest, StageEvent, T
 use zkforge_groth16::{generator::tiled_key_for, ProverBackend, ProvingKey};
 
 use super::backend::{select_with, BackendArg};
-use super::bench_engine::prove_window;
+use super::bench_engine::{check_run_size, prove_window};
 use super::keys::{default_cache_dir, synthetic_key, OneKey};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -83,14 +83,7 @@ struct RunReport {
 type JobMaker = Box<dyn Fn() -> Arc<dyn PartitionedCircuit>>;
 
 pub fn run(args: PipelineArgs) -> Result<()> {
-    ensure!(
-        (4..=27).contains(&args.log_size),
-        "--log-size must lie in 4..=27"
-    );
-    ensure!(
-        args.jobs > 0 && args.partitions > 0,
-        "--jobs and --partitions must be positive"
-    );
+    check_run_size(args.log_size, 4..=27, args.jobs, args.partitions)?;
     let base = CudaOptions {
         vram_margin: zkforge_engine::parse_bytes(&args.vram_margin).context("--vram-margin")?,
         residency: args.params_residency.parse().map_err(anyhow::Error::msg)?,

@@ -291,26 +291,17 @@ mod tests {
     fn gpu_settings_are_checked() {
         let gpu = GpuSection::default().options().unwrap();
         assert_eq!(gpu, CudaOptions::default());
-        let bad = GpuSection {
-            params_residency: "disk".into(),
-            ..Default::default()
+        // Each bad setting is refused with an error that names it.
+        let refused = |set: fn(&mut GpuSection), named: &str| {
+            let mut bad = GpuSection::default();
+            set(&mut bad);
+            let err = format!("{:#}", bad.options().unwrap_err());
+            assert!(err.contains(named), "{err}");
         };
-        assert!(format!("{:#}", bad.options().unwrap_err()).contains("disk"));
-        let bad = GpuSection {
-            vram_margin: "lots".into(),
-            ..Default::default()
-        };
-        assert!(format!("{:#}", bad.options().unwrap_err()).contains("vram_margin"));
-        let wide = GpuSection {
-            msm_window_bits: 23,
-            ..Default::default()
-        };
-        assert!(format!("{:#}", wide.options().unwrap_err()).contains("msm_window_bits"));
-        let empty = GpuSection {
-            stream_chunk: 0,
-            ..Default::default()
-        };
-        assert!(format!("{:#}", empty.options().unwrap_err()).contains("stream_chunk"));
+        refused(|g| g.params_residency = "disk".into(), "disk");
+        refused(|g| g.vram_margin = "lots".into(), "vram_margin");
+        refused(|g| g.msm_window_bits = 23, "msm_window_bits");
+        refused(|g| g.stream_chunk = 0, "stream_chunk");
     }
 
     #[test]

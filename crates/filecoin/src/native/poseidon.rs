@@ -272,38 +272,33 @@ pub fn tree_inclusion<Tree: MerkleTreeTrait>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::native::test_support::{assert_same, random};
+    use crate::native::test_support::{allocate_alike, random};
     use bellpepper_core::num::AllocatedNum;
     use filecoin_hashers::POSEIDON_CONSTANTS_8;
     use filecoin_proofs::{SectorShape2KiB, SectorShape32GiB, SectorShape64GiB};
     use rand_core::SeedableRng;
     use storage_proofs_core::gadgets::por::{AuthPath, PoRCircuit};
     use storage_proofs_core::gadgets::variables::Root;
-    use zkforge_groth16::Assignment;
 
     fn hash_like_the_gadget<A: Arity<Scalar>>(c: &PoseidonConstants<Scalar, A>, seed: u64) {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
         let preimage: Vec<Scalar> = (0..A::to_usize()).map(|_| random(&mut rng)).collect();
-        let mut reference = Assignment::with_capacity(None, 0, 4096);
-        let (theirs, _) = reference
-            .append(|cs| {
+        let (theirs, ours, _) = allocate_alike(
+            (0, 4096),
+            |cs| {
                 let nums = preimage
                     .iter()
                     .map(|&v| AllocatedNum::alloc(&mut *cs, || Ok(v)))
                     .collect::<Result<Vec<_>, _>>()?;
                 Ok(neptune::circuit::poseidon_hash(&mut *cs, nums, c)?.get_value())
-            })
-            .unwrap();
-        let mut native = Assignment::with_capacity(None, 0, 4096);
-        let (ours, _) = native
-            .append(|w| {
+            },
+            |w| {
                 for &v in &preimage {
                     w.push(v)?;
                 }
                 Ok(poseidon(w, &preimage, c)?)
-            })
-            .unwrap();
-        assert_same(&native, &reference);
+            },
+        );
         assert_eq!(Some(ours), theirs);
     }
 
@@ -318,9 +313,9 @@ mod tests {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
         let path = super::super::synthetic::random_path::<Tree>(nodes, &mut rng);
         let (leaf, root) = (random(&mut rng), random(&mut rng));
-        let mut reference = Assignment::with_capacity(None, 4, 1 << 16);
-        reference
-            .append(|cs| {
+        allocate_alike(
+            (4, 1 << 16),
+            |cs| {
                 let leaf = AllocatedNum::alloc(&mut *cs, || Ok(leaf))?;
                 let root = AllocatedNum::alloc(&mut *cs, || Ok(root))?;
                 let auth: AuthPath<
@@ -336,18 +331,13 @@ mod tests {
                     Root::Var(root),
                     true,
                 )?)
-            })
-            .unwrap();
-        let mut native = Assignment::with_capacity(None, 4, 1 << 16);
-        native
-            .append(|w| {
+            },
+            |w| {
                 w.push(leaf)?;
                 w.push(root)?;
                 tree_inclusion::<Tree>(w, &path, leaf)
-                    .map_err(|e| zkforge_groth16::Error::Synthesis(e.to_string()))
-            })
-            .unwrap();
-        assert_same(&native, &reference);
+            },
+        );
     }
 
     #[test]

@@ -138,7 +138,7 @@ pub(super) fn select(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::native::test_support::{assert_same, random};
+    use crate::native::test_support::{allocate_alike, random};
     use bellpepper_core::boolean::{AllocatedBit, Boolean};
     use bellpepper_core::num::AllocatedNum;
     use ff::Field;
@@ -146,7 +146,6 @@ mod tests {
     use rand_core::{RngCore, SeedableRng};
     use storage_proofs_core::gadgets::insertion::select as select_gadget;
     use storage_proofs_core::gadgets::por::por_no_challenge_input;
-    use zkforge_groth16::Assignment;
 
     /// The challenge bits, the leaf, the root and the siblings allocated first (as the circuit
     /// does), then the path: ours against `por_no_challenge_input`.
@@ -160,9 +159,9 @@ mod tests {
             .collect();
         check_tree_r::<Tree>(&path, bits, "the path").unwrap();
         let (leaf, root) = (random(&mut rng), random(&mut rng));
-        let mut reference = Assignment::with_capacity(None, 0, 1 << 16);
-        reference
-            .append(|cs| {
+        allocate_alike(
+            (0, 1 << 16),
+            |cs| {
                 let c_bits = (0..bits)
                     .map(|i| AllocatedBit::alloc(&mut *cs, Some((c >> i) & 1 == 1)))
                     .collect::<Result<Vec<_>, _>>()?;
@@ -180,11 +179,8 @@ mod tests {
                 Ok(por_no_challenge_input::<Tree, _>(
                     &mut *cs, c_bits, leaf, path, root,
                 )?)
-            })
-            .unwrap();
-        let mut native = Assignment::with_capacity(None, 0, 1 << 16);
-        native
-            .append(|w| {
+            },
+            |w| {
                 w.push_bits(c, (1 << bits) - 1)?;
                 w.push(leaf)?;
                 w.push(root)?;
@@ -192,10 +188,8 @@ mod tests {
                     w.push(s)?;
                 }
                 tree_r_path::<Tree>(w, leaf, &path, c)
-                    .map_err(|e| zkforge_groth16::Error::Synthesis(e.to_string()))
-            })
-            .unwrap();
-        assert_same(&native, &reference);
+            },
+        );
     }
 
     #[test]
@@ -214,9 +208,9 @@ mod tests {
         for bits in [3, 7] {
             let leaves: Vec<Scalar> = (0..1 << bits).map(|_| random(&mut rng)).collect();
             for index in [0, 1, (1 << bits) - 1, rng.next_u64() & ((1 << bits) - 1)] {
-                let mut reference = Assignment::with_capacity(None, 0, 1 << 10);
-                reference
-                    .append(|cs| {
+                let (_, _, native) = allocate_alike(
+                    (0, 1 << 10),
+                    |cs| {
                         let from = leaves
                             .iter()
                             .map(|&l| AllocatedNum::alloc(&mut *cs, || Ok(l)))
@@ -228,20 +222,15 @@ mod tests {
                             })
                             .collect::<Result<_, _>>()?;
                         Ok(select_gadget(&mut *cs, &from, &bits)?)
-                    })
-                    .unwrap();
-                let mut native = Assignment::with_capacity(None, 0, 1 << 10);
-                native
-                    .append(|w| {
+                    },
+                    |w| {
                         for &l in &leaves {
                             w.push(l)?;
                         }
                         w.push_bits(index, (1 << bits) - 1)?;
                         select(w, &leaves, index, bits)
-                            .map_err(|e| zkforge_groth16::Error::Synthesis(e.to_string()))
-                    })
-                    .unwrap();
-                assert_same(&native, &reference);
+                    },
+                );
                 assert_eq!(*native.aux.last().unwrap(), leaves[index as usize]);
             }
         }

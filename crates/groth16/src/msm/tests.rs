@@ -1,9 +1,9 @@
-use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use blstrs::{G1Affine, G1Projective, G2Projective, Scalar};
 use ff::Field;
 use group::{Curve, Group};
 use rand_core::SeedableRng;
 
-use super::{group::G1, group::G2, msm, msm_with_density};
+use super::{group::MsmGroup, group::G1, group::G2, msm, msm_with_density};
 use crate::synthesis::Density;
 
 fn naive<P: Group<Scalar = Scalar>>(bases: &[P], scalars: &[Scalar]) -> P {
@@ -25,6 +25,18 @@ fn scalars(n: usize, rng: &mut impl rand_core::RngCore) -> Vec<Scalar> {
         .collect()
 }
 
+/// `msm` over `proj` (as affine bases) and fresh [`scalars`] equals the naive sum.
+fn matches_naive_sum<G>(proj: &[G::Projective], rng: &mut impl rand_core::RngCore)
+where
+    G: MsmGroup,
+    G::Projective: Curve<AffineRepr = G::Affine> + Group<Scalar = Scalar>,
+{
+    let s = scalars(proj.len(), rng);
+    let bases: Vec<G::Affine> = proj.iter().map(|p| p.to_affine()).collect();
+    let n = proj.len();
+    assert_eq!(msm::<G>(&bases, &s), naive(proj, &s), "n = {n}");
+}
+
 #[test]
 fn g1_matches_naive_sum_including_identity_and_repeated_bases() {
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
@@ -34,9 +46,7 @@ fn g1_matches_naive_sum_including_identity_and_repeated_bases() {
             proj[1] = G1Projective::identity();
             proj[3] = proj[2];
         }
-        let s = scalars(n, &mut rng);
-        let bases: Vec<G1Affine> = proj.iter().map(|p| p.to_affine()).collect();
-        assert_eq!(msm::<G1>(&bases, &s), naive(&proj, &s), "n = {n}");
+        matches_naive_sum::<G1>(&proj, &mut rng);
     }
 }
 
@@ -45,9 +55,7 @@ fn g2_matches_naive_sum() {
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(2);
     for n in [1usize, 2, 40, 5000] {
         let proj: Vec<G2Projective> = (0..n).map(|_| G2Projective::random(&mut rng)).collect();
-        let s = scalars(n, &mut rng);
-        let bases: Vec<G2Affine> = proj.iter().map(|p| p.to_affine()).collect();
-        assert_eq!(msm::<G2>(&bases, &s), naive(&proj, &s), "n = {n}");
+        matches_naive_sum::<G2>(&proj, &mut rng);
     }
 }
 

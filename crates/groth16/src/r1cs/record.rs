@@ -235,26 +235,17 @@ enum Matrix {
 }
 
 impl ConstraintSystem<Scalar> for MatrixRecorder {
-    type Root = Self;
+    nameless_root!();
 
-    fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
+    // Bounds only on the arguments used: recording ignores names and values.
+    fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError> {
         self.m.num_aux += 1;
         self.m.a_aux_density.push(false);
         self.m.b_aux_density.push(false);
         Ok(Variable(Index::Aux(self.m.num_aux - 1)))
     }
 
-    fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
+    fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError> {
         self.m.num_inputs += 1;
         self.m.b_input_density.push(false);
         Ok(Variable(Index::Input(self.m.num_inputs - 1)))
@@ -262,8 +253,6 @@ impl ConstraintSystem<Scalar> for MatrixRecorder {
 
     fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
     where
-        A: FnOnce() -> AR,
-        AR: Into<String>,
         LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
         LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
         LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
@@ -279,18 +268,5 @@ impl ConstraintSystem<Scalar> for MatrixRecorder {
                     .get_or_insert_with(|| format!("constraint {row}, {which:?}: {e}"));
             }
         }
-    }
-
-    fn push_namespace<NR, N>(&mut self, _: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
     }
 }

@@ -16,7 +16,7 @@ use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use bellpepper_core::{ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
+use bellpepper_core::{ConstraintSystem, Index, SynthesisError, Variable};
 use blstrs::Scalar;
 use ff::Field;
 
@@ -267,6 +267,17 @@ impl<'a> Sink<'a> {
         }
         false
     }
+
+    /// Appends one value, or false when the region is full.
+    #[inline]
+    fn push(&mut self, value: Scalar) -> bool {
+        if !self.room(1) {
+            return false;
+        }
+        self.buf[self.len].write(value);
+        self.len += 1;
+        true
+    }
 }
 
 /// A witness-only `ConstraintSystem` writing into one region of an [`Assignment`]: `alloc`
@@ -321,12 +332,10 @@ impl<'a> AssignmentWriter<'a> {
     /// Appends one aux value.
     #[inline]
     pub fn push(&mut self, value: Scalar) -> Result<(), SynthesisError> {
-        if !self.aux.room(1) {
-            return Err(self.overflow("aux", 1));
+        if self.aux.push(value) {
+            return Ok(());
         }
-        self.aux.buf[self.aux.len].write(value);
-        self.aux.len += 1;
-        Ok(())
+        Err(self.overflow("aux", 1))
     }
 
     /// Appends one aux bit (0 or 1).
@@ -376,12 +385,10 @@ impl<'a> AssignmentWriter<'a> {
 
     /// Appends one public input.
     pub fn push_input(&mut self, value: Scalar) -> Result<(), SynthesisError> {
-        if !self.inputs.room(1) {
-            return Err(self.overflow("input", 1));
+        if self.inputs.push(value) {
+            return Ok(());
         }
-        self.inputs.buf[self.inputs.len].write(value);
-        self.inputs.len += 1;
-        Ok(())
+        Err(self.overflow("input", 1))
     }
 
     fn next_aux(&self) -> Variable {
@@ -390,13 +397,12 @@ impl<'a> AssignmentWriter<'a> {
 }
 
 impl ConstraintSystem<Scalar> for AssignmentWriter<'_> {
-    type Root = Self;
+    nameless_root!();
 
+    // Bounds only on the arguments used: names are ignored.
     fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
     where
         F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
     {
         let var = self.next_aux();
         self.push(f()?)?;
@@ -406,36 +412,15 @@ impl ConstraintSystem<Scalar> for AssignmentWriter<'_> {
     fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
     where
         F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
     {
         let var = Variable::new_unchecked(Index::Input(self.inputs.base + self.inputs.written()));
         self.push_input(f()?)?;
         Ok(var)
     }
 
-    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
-    where
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-    {
-    }
-
-    fn push_namespace<NR, N>(&mut self, _: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
-    }
+    /// Nothing to check: the constraints are recorded once, elsewhere, and multiplied by the
+    /// assignment later.
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC) {}
 }
 
 #[cfg(test)]

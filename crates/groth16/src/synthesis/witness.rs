@@ -328,17 +328,16 @@ fn add_terms<'a>(
 }
 
 impl ConstraintSystem<Scalar> for WitnessBuilder {
-    type Root = Self;
+    nameless_root!();
 
     fn new() -> Self {
         Self::default()
     }
 
+    // Bounds only on the arguments used: names are ignored.
     fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
     where
         F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
     {
         let value = f()?;
         pool::push(&mut self.w.aux, value, self.w.recycle.0.as_deref());
@@ -350,8 +349,6 @@ impl ConstraintSystem<Scalar> for WitnessBuilder {
     fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
     where
         F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
     {
         self.w.inputs.push(f()?);
         self.w.b_input_density.push(false);
@@ -360,8 +357,6 @@ impl ConstraintSystem<Scalar> for WitnessBuilder {
 
     fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
     where
-        A: FnOnce() -> AR,
-        AR: Into<String>,
         LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
         LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
         LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
@@ -388,19 +383,6 @@ impl ConstraintSystem<Scalar> for WitnessBuilder {
             pool::push(b, vb, pool);
             pool::push(c, vc, pool);
         }
-    }
-
-    fn push_namespace<NR, N>(&mut self, _: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
     }
 
     fn is_extensible() -> bool {

@@ -148,27 +148,16 @@ mod tests {
     #[test]
     fn addresses_parse() {
         let tcp = |s: &str| DaemonAddr::Tcp(s.into());
-        assert_eq!(
-            "127.0.0.1:9820".parse::<DaemonAddr>().unwrap(),
-            tcp("http://127.0.0.1:9820")
-        );
-        assert_eq!(
-            "http://localhost:1/".parse::<DaemonAddr>().unwrap(),
-            tcp("http://localhost:1")
-        );
-        assert_eq!(
-            "[::1]:9820".parse::<DaemonAddr>().unwrap(),
-            tcp("http://[::1]:9820")
-        );
         let unix = |s: &str| DaemonAddr::Unix(s.into());
-        assert_eq!(
-            "unix:/run/z.sock".parse::<DaemonAddr>().unwrap(),
-            unix("/run/z.sock")
-        );
-        assert_eq!(
-            "unix:///run/z.sock".parse::<DaemonAddr>().unwrap(),
-            unix("/run/z.sock")
-        );
+        for (text, addr) in [
+            ("127.0.0.1:9820", tcp("http://127.0.0.1:9820")),
+            ("http://localhost:1/", tcp("http://localhost:1")),
+            ("[::1]:9820", tcp("http://[::1]:9820")),
+            ("unix:/run/z.sock", unix("/run/z.sock")),
+            ("unix:///run/z.sock", unix("/run/z.sock")),
+        ] {
+            assert_eq!(text.parse::<DaemonAddr>().unwrap(), addr, "{text}");
+        }
         for bad in [
             "",
             "localhost",

@@ -21,7 +21,7 @@ use super::batch::{
     progress_bar, prove_one, run_prefix, save, summarize, verify_records, BatchConfig, BatchReport,
     ProofRecord, Spread,
 };
-use super::report::{proof_line, summary};
+use super::report::{first_column_width, proof_line, summary};
 
 /// A batch's numbers for the whole fleet and for each daemon, as `--json` writes them when
 /// there are several.
@@ -242,12 +242,7 @@ pub fn fleet_summary(f: &FleetReport) -> String {
             ]
         })
         .collect();
-    let addr_w = rows
-        .iter()
-        .map(|r| r[0].chars().count())
-        .chain([6])
-        .max()
-        .unwrap_or(6);
+    let addr_w = first_column_width(rows.iter().map(|r| r[0].as_str()));
     let mut out = format!(
         "{:<addr_w$}  {:>5}  {:>9}  {:>11}  {:>10}  {:>14}  {:>12}\n",
         "daemon", "sent", "done", "most at once", "proofs/min", "avg total (s)", "avg gpu (s)"

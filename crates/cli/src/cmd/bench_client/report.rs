@@ -130,12 +130,7 @@ pub struct SweepRow {
 
 /// config × point → wall, completed, throughput, s/proof, avg GPU time.
 pub fn sweep_table(rows: &[SweepRow]) -> String {
-    let config_w = rows
-        .iter()
-        .map(|r| r.config.chars().count())
-        .chain([6])
-        .max()
-        .unwrap_or(6);
+    let config_w = first_column_width(rows.iter().map(|r| r.config.as_str()));
     let mut out = format!(
         "{:<config_w$}  {:>7}  {:>9}  {:>9}  {:>10}  {:>8}  {:>14}\n",
         "config", "point", "wall (s)", "done", "proofs/min", "s/proof", "avg gpu (s)"
@@ -155,6 +150,16 @@ pub fn sweep_table(rows: &[SweepRow]) -> String {
         );
     }
     out
+}
+
+/// The width of a table's first column: its longest name, and at least its 6-character
+/// header ("config", "daemon").
+pub(super) fn first_column_width<'a>(names: impl Iterator<Item = &'a str>) -> usize {
+    names
+        .map(|n| n.chars().count())
+        .chain([6])
+        .max()
+        .unwrap_or(6)
 }
 
 /// Writes any report as pretty JSON.
