@@ -218,15 +218,8 @@ fn check(dev: &CudaDevice, seed: u64, out_dir: &str) {
         }
     }
     if want("spmv") {
-        // Row counts below, at and past a block; padding rows past the matrix.
-        for (rows, padded) in [
-            (1usize, 2usize),
-            (1000, 1024),
-            (4097, 8192),
-            (100_003, 1 << 17),
-        ] {
-            let ok = common::spmv::check(dev, rows, padded, seed ^ 0x5b ^ rows as u64);
-            res.push(rec_check(format!("constraint products {rows} rows"), ok));
+        for (name, ok) in common::spmv::checks(dev, seed) {
+            res.push(rec_check(name, ok));
         }
     }
     if want("h") {
@@ -319,26 +312,8 @@ fn bench(dev: &CudaDevice, seed: u64, out_dir: &str, what: &str) {
         }
     }
     if want("spmv") {
-        // A 32 GiB PoRep partition's row and variable counts, its matrices' average shapes.
-        let (n_rows, aux) = (130_278_869usize, 130_148_591usize);
-        let m = common::spmv::random_matrices(n_rows, aux, common::spmv::POREP_SHAPES, seed);
-        let dm = dev.upload_matrices(&m).unwrap();
-        let inputs = dev
-            .upload_scalars(&random_scalars(m.num_inputs, seed))
-            .unwrap();
-        let z = dev.upload_scalars(&bit_scalars(aux, seed ^ 0x5c)).unwrap();
-        drop(m);
-        for c_from in [zkforge_cuda::CFrom::Matrix, zkforge_cuda::CFrom::AB] {
-            let v = time_ms(dev, 5, |dv| {
-                dv.constraint_products(&dm, &inputs, &z, 1 << 27, c_from)
-                    .unwrap()
-            });
-            emit(
-                &mut rows,
-                format!("constraint products 2^27, c from {c_from:?}"),
-                v,
-                String::new(),
-            );
+        for (name, v) in common::spmv::bench_porep(dev, seed, |f| time_ms(dev, 5, f)) {
+            emit(&mut rows, name, v, String::new());
         }
     }
     if want("g1") {

@@ -11,6 +11,9 @@ use std::sync::{Arc, Mutex};
 
 /// Stages done per shared-memory pass: 2^10 elements of 32 bytes = 32 KiB per block.
 const MAX_PASS_BITS: u32 = 10;
+/// Stages a pass kernel runs in registers between trips through shared memory
+/// (`ZKF_NTT_RADIX_BITS` in kernels/ntt/ntt.cuh).
+const RADIX_BITS: u32 = 2;
 
 /// Power tables on the device (see `host::pow_tables`).
 pub(crate) struct DevTables {
@@ -144,9 +147,10 @@ impl CudaDevice {
         let mut t_edge = if dit { 0 } else { log_n };
         for (p, &k) in ks.iter().enumerate() {
             let t_lo = if dit { t_edge } else { t_edge - k };
+            // A thread per group of 2^RADIX_BITS elements (the kernel's rounds of stages).
             let cfg = LaunchConfig {
                 grid_dim: ((n >> k) as u32, 1, 1),
-                block_dim: (1 << (k - 1), 1, 1),
+                block_dim: (1 << (k - k.min(RADIX_BITS)), 1, 1),
                 shared_mem_bytes: 32 << k,
             };
             let (glo, ghi, glb) = match (twist, p) {

@@ -155,3 +155,48 @@ pub const POREP_SHAPES: [RowShape; 3] = [
         short: (1, 1),
     },
 ];
+
+/// The checks: row counts below, at and past a block, padding rows past the matrix.
+pub fn checks(dev: &CudaDevice, seed: u64) -> Vec<(String, Result<bool, CudaError>)> {
+    [
+        (1usize, 2usize),
+        (1000, 1024),
+        (4097, 8192),
+        (100_003, 1 << 17),
+    ]
+    .into_iter()
+    .map(|(rows, padded)| {
+        let ok = check(dev, rows, padded, seed ^ 0x5b ^ rows as u64);
+        (format!("constraint products {rows} rows"), ok)
+    })
+    .collect()
+}
+
+/// Timings at a 32 GiB PoRep partition's row and variable counts and its matrices' average
+/// shapes, c from C and c = a∘b; `time` runs its argument after a warm-up and gives the runs.
+pub fn bench_porep(
+    dev: &CudaDevice,
+    seed: u64,
+    mut time: impl FnMut(&mut dyn FnMut(&CudaDevice)) -> Vec<f32>,
+) -> Vec<(String, Vec<f32>)> {
+    let (rows, aux) = (130_278_869usize, 130_148_591usize);
+    let m = random_matrices(rows, aux, POREP_SHAPES, seed);
+    let dm = dev.upload_matrices(&m).unwrap();
+    let inputs = dev
+        .upload_scalars(&random_scalars(m.num_inputs, seed))
+        .unwrap();
+    let z = dev
+        .upload_scalars(&super::bit_scalars(aux, seed ^ 0x5c))
+        .unwrap();
+    drop(m);
+    [CFrom::Matrix, CFrom::AB]
+        .into_iter()
+        .map(|c_from| {
+            let runs = time(&mut |d: &CudaDevice| {
+                d.constraint_products(&dm, &inputs, &z, 1 << 27, c_from)
+                    .unwrap();
+            });
+            (format!("constraint products 2^27, c from {c_from:?}"), runs)
+        })
+        .collect()
+}

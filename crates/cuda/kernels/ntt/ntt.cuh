@@ -19,6 +19,125 @@ __device__ __forceinline__ fr_t pow_tab(const fr_t* lo, const fr_t* hi, uint32_t
 
 using namespace zkf;
 
+// R radix-2 stages in registers on x[i] = element base | (i << s_lo) of a block's 2^k, i < 2^R:
+// DIF stages s_lo+R-1 down to s_lo, or DIT stages s_lo up to s_lo+R-1. Stage s pairs elements
+// l0 and l0 + 2^s; its twiddle is w_{2^k}^j for j = l0's bits below s (roots[j << (K-1-s)]).
+template<int R, bool DIT>
+__device__ __forceinline__ void stages_in_registers(fr_t (&x)[1 << R], uint32_t base,
+                                                    uint32_t s_lo, const fr_t* roots, uint32_t K)
+{
+    #pragma unroll
+    for (int n = 0; n < R; n++) {
+        const int st = DIT ? n : R - 1 - n;
+        const uint32_t s = s_lo + st;
+        #pragma unroll
+        for (int i = 0; i < (1 << R); i++) {
+            if (i & (1 << st)) continue;
+            const int i1 = i | (1 << st);
+            const uint32_t j = (base | ((uint32_t)i << s_lo)) & ((1u << s) - 1);
+            if (DIT) {
+                fr_t y = x[i1];
+                if (j) y = y * roots[j << (K - 1 - s)];
+                x[i1] = x[i] - y;
+                x[i] = x[i] + y;
+            } else {
+                const fr_t sum = x[i] + x[i1];
+                fr_t dif = x[i] - x[i1];
+                if (j) dif = dif * roots[j << (K - 1 - s)];
+                x[i] = sum;
+                x[i1] = dif;
+            }
+        }
+    }
+}
+
+// Where a pass's block lives in memory and what its first load and last store multiply by.
+struct PassBlock {
+    fr_t* d;
+    uint32_t L, t_lo, k;
+    uint64_t base;  // global index of the block's element 0
+    uint64_t lowp;  // the block's position within the lower index bits
+    const fr_t *tlo, *thi; uint32_t lb;    // cross twiddles
+    const fr_t *glo, *ghi; uint32_t glb;   // coset twist of the first pass (glo null: none)
+
+    __device__ __forceinline__ uint64_t at(uint32_t l) const { return base | ((uint64_t)l << t_lo); }
+    // The four-step twist w_n^(lowp · bitrev_k(l) · 2^(L - t_lo - k)) of element l.
+    __device__ __forceinline__ fr_t cross(const fr_t& x, uint32_t l) const
+    {
+        const uint64_t e = (lowp * (__brev(l) >> (32 - k))) << (L - t_lo - k);
+        if (e == 0) return x;
+        return x * pow_tab(tlo, thi, lb, e);
+    }
+};
+
+// One round of R stages: each thread takes whole groups of 2^R elements (the elements that
+// differ in bits s_lo .. s_lo+R-1), from global memory in the first round and to it in the
+// last, through shared memory in between. DIF loads apply the coset shift g^i; DIF stores the
+// cross twiddle; DIT loads apply both (the twist at the bit-reversed position) and store plainly.
+template<int R, bool DIT>
+__device__ __forceinline__ void pass_round(const PassBlock& pb, fr_t* sh, uint32_t s_lo,
+                                           bool first, bool last, const fr_t* roots, uint32_t K)
+{
+    const uint32_t groups = 1u << (pb.k - R);
+    for (uint32_t g = threadIdx.x; g < groups; g += blockDim.x) {
+        const uint32_t base = (g & ((1u << s_lo) - 1)) | ((g >> s_lo) << (s_lo + R));
+        fr_t x[1 << R];
+        #pragma unroll
+        for (int i = 0; i < (1 << R); i++) {
+            const uint32_t l = base | ((uint32_t)i << s_lo);
+            if (!first) { x[i] = sh[l]; continue; }
+            const uint64_t gi = pb.at(l);
+            x[i] = pb.d[gi];
+            if (DIT) {
+                if (pb.glo) x[i] = x[i] * pow_tab(pb.glo, pb.ghi, pb.glb, __brevll(gi) >> (64 - pb.L));
+                x[i] = pb.cross(x[i], l);
+            } else if (pb.glo && gi) {
+                x[i] = x[i] * pow_tab(pb.glo, pb.ghi, pb.glb, gi);
+            }
+        }
+        stages_in_registers<R, DIT>(x, base, s_lo, roots, K);
+        #pragma unroll
+        for (int i = 0; i < (1 << R); i++) {
+            const uint32_t l = base | ((uint32_t)i << s_lo);
+            if (!last) sh[l] = x[i];
+            else pb.d[pb.at(l)] = DIT ? x[i] : pb.cross(x[i], l);
+        }
+    }
+}
+
+// Stages per round: each round is one trip through shared memory (the radix-2 version made one
+// per stage, and the profile showed the passes bound by shared-memory throughput at 93-96%
+// with DRAM at 9%). Three stages (8 elements a thread) took 128 registers and 25% occupancy
+// and ran no faster: latency-bound instead (docs/gpu.md, step 4).
+#define ZKF_NTT_RADIX_BITS 2
+
+// The rounds of one pass over index bits t_lo .. t_lo+k-1: DIF top stage first, DIT bottom first.
+template<bool DIT>
+__device__ __forceinline__ void ntt_pass(fr_t* d, uint32_t L, uint32_t t_lo, uint32_t k,
+                                         const fr_t* roots, uint32_t K, const fr_t* tlo,
+                                         const fr_t* thi, uint32_t lb, const fr_t* glo,
+                                         const fr_t* ghi, uint32_t glb)
+{
+    extern __shared__ uint4 shraw[];
+    fr_t* sh = reinterpret_cast<fr_t*>(shraw);
+    const uint64_t b = blockIdx.x;
+    const uint64_t lowp = b & ((1ull << t_lo) - 1);
+    const PassBlock pb{d, L, t_lo, k, ((b >> t_lo) << (t_lo + k)) | lowp, lowp,
+                       tlo, thi, lb, glo, ghi, glb};
+    uint32_t done = 0;
+    while (done < k) {
+        const uint32_t R = min(k - done, (uint32_t)ZKF_NTT_RADIX_BITS);
+        const uint32_t s_lo = DIT ? done : k - done - R;
+        const bool first = done == 0, last = done + R == k;
+        // Constant conditions, so that an unused round size costs no registers.
+        if (ZKF_NTT_RADIX_BITS >= 3 && R == 3) pass_round<3, DIT>(pb, sh, s_lo, first, last, roots, K);
+        else if (ZKF_NTT_RADIX_BITS >= 2 && R == 2) pass_round<2, DIT>(pb, sh, s_lo, first, last, roots, K);
+        else pass_round<1, DIT>(pb, sh, s_lo, first, last, roots, K);
+        done += R;
+        if (!last) __syncthreads();
+    }
+}
+
 // One pass of a decimation-in-frequency NTT, split Cooley-Tukey style: the 2^k elements that
 // differ in index bits t_lo .. t_lo+k-1 (one block, in shared memory) get a plain 2^k-point DIF
 // whose twiddles come from one small table, then each is multiplied once by the cross twiddle
@@ -26,52 +145,12 @@ using namespace zkf;
 // instead of one extra table product per butterfly, and 2^27 needs 3 passes over memory.
 // Elements are 32 bytes, one full sector, so the strided loads waste no bandwidth.
 // The first pass can also apply the coset shift x[i] *= g^i as it loads (glo non-null).
+// Launched with 2^(k - min(k, ZKF_NTT_RADIX_BITS)) threads a block and 32·2^k bytes of shared memory.
 extern "C" __global__ void ntt_dif_pass(fr_t* d, uint32_t L, uint32_t t_lo, uint32_t k,
                                         const fr_t* __restrict__ roots, uint32_t K,
                                         const fr_t* tlo, const fr_t* thi, uint32_t lb,
                                         const fr_t* glo, const fr_t* ghi, uint32_t glb)
-{
-    extern __shared__ uint4 shraw[];
-    fr_t* sh = reinterpret_cast<fr_t*>(shraw);
-    const uint32_t tid = threadIdx.x;
-    const uint32_t half = 1u << (k - 1);
-    const uint64_t b = blockIdx.x;
-    const uint64_t lowp = b & ((1ull << t_lo) - 1);
-    const uint64_t base = ((b >> t_lo) << (t_lo + k)) | lowp;
-
-    #pragma unroll
-    for (uint32_t h = 0; h < 2; h++) {
-        const uint32_t l = tid + h * half;
-        const uint64_t i = base | ((uint64_t)l << t_lo);
-        fr_t x = d[i];
-        if (glo && i) x = x * pow_tab(glo, ghi, glb, i);
-        sh[l] = x;
-    }
-    __syncthreads();
-
-    for (int s = (int)k - 1; s >= 0; s--) {
-        const uint32_t hl = 1u << s;
-        const uint32_t j = tid & (hl - 1);
-        const uint32_t l0 = ((tid >> s) << (s + 1)) | j;
-        const uint32_t l1 = l0 + hl;
-        fr_t x = sh[l0], y = sh[l1];
-        fr_t sum = x + y;
-        fr_t dif = x - y;
-        if (j) dif = dif * roots[j << (K - 1 - s)];
-        sh[l0] = sum;
-        sh[l1] = dif;
-        __syncthreads();
-    }
-
-    #pragma unroll
-    for (uint32_t h = 0; h < 2; h++) {
-        const uint32_t l = tid + h * half;
-        fr_t x = sh[l];
-        const uint64_t e = (lowp * (__brev(l) >> (32 - k))) << (L - t_lo - k);
-        if (e) x = x * pow_tab(tlo, thi, lb, e);
-        d[base | ((uint64_t)l << t_lo)] = x;
-    }
-}
+{   ntt_pass<false>(d, L, t_lo, k, roots, K, tlo, thi, lb, glo, ghi, glb);   }
 
 // The transpose of ntt_dif_pass: a decimation-in-time pass over the index bits t_lo .. t_lo+k-1,
 // for input in bit-reversed order and output in natural order, passes from the low bits up.
@@ -84,45 +163,7 @@ extern "C" __global__ void ntt_dit_pass(fr_t* d, uint32_t L, uint32_t t_lo, uint
                                         const fr_t* __restrict__ roots, uint32_t K,
                                         const fr_t* tlo, const fr_t* thi, uint32_t lb,
                                         const fr_t* glo, const fr_t* ghi, uint32_t glb)
-{
-    extern __shared__ uint4 shraw[];
-    fr_t* sh = reinterpret_cast<fr_t*>(shraw);
-    const uint32_t tid = threadIdx.x;
-    const uint32_t half = 1u << (k - 1);
-    const uint64_t b = blockIdx.x;
-    const uint64_t lowp = b & ((1ull << t_lo) - 1);
-    const uint64_t base = ((b >> t_lo) << (t_lo + k)) | lowp;
-
-    #pragma unroll
-    for (uint32_t h = 0; h < 2; h++) {
-        const uint32_t l = tid + h * half;
-        const uint64_t i = base | ((uint64_t)l << t_lo);
-        fr_t x = d[i];
-        if (glo) x = x * pow_tab(glo, ghi, glb, __brevll(i) >> (64 - L));
-        const uint64_t e = (lowp * (__brev(l) >> (32 - k))) << (L - t_lo - k);
-        if (e) x = x * pow_tab(tlo, thi, lb, e);
-        sh[l] = x;
-    }
-    __syncthreads();
-
-    for (uint32_t s = 0; s < k; s++) {
-        const uint32_t hl = 1u << s;
-        const uint32_t j = tid & (hl - 1);
-        const uint32_t l0 = ((tid >> s) << (s + 1)) | j;
-        const uint32_t l1 = l0 + hl;
-        fr_t x = sh[l0], y = sh[l1];
-        if (j) y = y * roots[j << (K - 1 - s)];
-        sh[l0] = x + y;
-        sh[l1] = x - y;
-        __syncthreads();
-    }
-
-    #pragma unroll
-    for (uint32_t h = 0; h < 2; h++) {
-        const uint32_t l = tid + h * half;
-        d[base | ((uint64_t)l << t_lo)] = sh[l];
-    }
-}
+{   ntt_pass<true>(d, L, t_lo, k, roots, K, tlo, thi, lb, glo, ghi, glb);   }
 
 // In-place bit reversal fused with the output scaling (n^-1 and/or g^-j), saving a scratch
 // buffer and a pass. Each pair (i, rev i) is handled by the thread with the smaller index.
