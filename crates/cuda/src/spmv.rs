@@ -110,11 +110,18 @@ impl CudaDevice {
             )));
         }
         let (rows, padded_rows, n_in) = (m.rows as u64, padded as u64, m.num_inputs as u32);
+        // Every one of the `padded` rows is written by the kernels below.
+        let rows_out = || -> Result<DeviceScalars, CudaError> {
+            let out = self.alloc_scalars(padded.max(1))?;
+            Ok(DeviceScalars {
+                buf: out.buf,
+                len: padded,
+            })
+        };
         let product = |x: &DeviceCsr| -> Result<DeviceScalars, CudaError> {
-            // SAFETY: the kernel writes every one of the `padded` rows.
-            let mut out = unsafe { self.stream.alloc::<u64>(padded.max(1) * 4) }?;
+            let mut out = rows_out()?;
             let mut b = self.stream.launch_builder(&self.k.spmv_csr);
-            b.arg(&mut out)
+            b.arg(&mut out.buf)
                 .arg(&padded_rows)
                 .arg(&x.row_starts)
                 .arg(&x.entries)
@@ -128,7 +135,7 @@ impl CudaDevice {
             if x.long_count > 0 {
                 let n_long = x.long_count as u64;
                 let mut b = self.stream.launch_builder(&self.k.spmv_csr_long);
-                b.arg(&mut out)
+                b.arg(&mut out.buf)
                     .arg(&x.long_rows)
                     .arg(&n_long)
                     .arg(&x.row_starts)
@@ -139,24 +146,20 @@ impl CudaDevice {
                     .arg(&aux.buf);
                 unsafe { b.launch(grid(32 * n_long, 256)) }?;
             }
-            Ok(DeviceScalars {
-                buf: out,
-                len: padded,
-            })
+            Ok(out)
         };
         let (a, b) = (product(&m.a)?, product(&m.b)?);
         let c = match c_from {
             CFrom::Matrix => product(&m.c)?,
             CFrom::AB => {
-                // SAFETY: the kernel writes every one of the `padded` rows.
-                let mut out = unsafe { self.stream.alloc::<u64>(padded.max(1) * 4) }?;
+                let mut out = rows_out()?;
                 let mut l = self.stream.launch_builder(&self.k.fr_hadamard);
-                l.arg(&mut out).arg(&a.buf).arg(&b.buf).arg(&padded_rows);
+                l.arg(&mut out.buf)
+                    .arg(&a.buf)
+                    .arg(&b.buf)
+                    .arg(&padded_rows);
                 unsafe { l.launch(grid(padded_rows, 256)) }?;
-                DeviceScalars {
-                    buf: out,
-                    len: padded,
-                }
+                out
             }
         };
         Ok([a, b, c])

@@ -110,6 +110,7 @@ __device__ __forceinline__ void pass_round(const PassBlock& pb, fr_t* sh, uint32
 // with DRAM at 9%). Three stages (8 elements a thread) took 128 registers and 25% occupancy
 // and ran no faster: latency-bound instead (docs/gpu.md, step 4).
 #define ZKF_NTT_RADIX_BITS 2
+static_assert(ZKF_NTT_RADIX_BITS == 2, "ntt_pass dispatches rounds of one or two stages");
 
 // The rounds of one pass over index bits t_lo .. t_lo+k-1: DIF top stage first, DIT bottom first.
 template<bool DIT>
@@ -129,9 +130,7 @@ __device__ __forceinline__ void ntt_pass(fr_t* d, uint32_t L, uint32_t t_lo, uin
         const uint32_t R = min(k - done, (uint32_t)ZKF_NTT_RADIX_BITS);
         const uint32_t s_lo = DIT ? done : k - done - R;
         const bool first = done == 0, last = done + R == k;
-        // Constant conditions, so that an unused round size costs no registers.
-        if (ZKF_NTT_RADIX_BITS >= 3 && R == 3) pass_round<3, DIT>(pb, sh, s_lo, first, last, roots, K);
-        else if (ZKF_NTT_RADIX_BITS >= 2 && R == 2) pass_round<2, DIT>(pb, sh, s_lo, first, last, roots, K);
+        if (R == 2) pass_round<2, DIT>(pb, sh, s_lo, first, last, roots, K);
         else pass_round<1, DIT>(pb, sh, s_lo, first, last, roots, K);
         done += R;
         if (!last) __syncthreads();
