@@ -2,8 +2,8 @@
 //! daemon` process, with random cancels, duplicate request ids, AwaitProof timeouts and garbage
 //! requests interleaved. Every valid job ends COMPLETED (filecoin-proofs accepts the proof) or,
 //! when the client cancelled it, CANCELLED; none is lost or duplicated; the queue drains; the
-//! daemon's RSS over the last 10% of the jobs stays within 5% of the second 10% (20% in the
-//! short run, whose tenths hold a few proofs each).
+//! daemon's RSS over the last 10% of the jobs stays within 5% of the second 10% (in the short
+//! run, whose tenths hold 2 proofs each, grows by no more than 20%).
 //!
 //! CI runs [`CI_JOBS`] jobs (why that many suffices: there). The full soak of
 //! docs/reliability.md, 1000 jobs and the 5% bound, is the ignored
@@ -405,14 +405,22 @@ async fn soak(jobs: usize) {
     if let Ok(path) = std::env::var("ZKFORGE_SOAK_REPORT") {
         std::fs::write(path, &table).unwrap();
     }
-    // Each tenth of a short run holds a few proofs, and RSS swings by several percent within
-    // one proof (witness and MSM buffers come and go): the short run checks for gross growth,
-    // the full run for the 5% of docs/reliability.md.
-    let tolerance = if jobs >= 500 { 0.05 } else { 0.20 };
-    assert!(
-        drift.abs() <= tolerance,
-        "RSS moved {:+.1}% (more than {:.0}%) between the second and the last 10% of the jobs:\n{table}",
-        drift * 100.0,
-        tolerance * 100.0
-    );
+    // Each tenth of a short run holds 2 proofs, and RSS swings by several percent within one
+    // proof (witness and MSM buffers come and go); its last tenth is also the drain, with fewer
+    // than 8 jobs in flight, so RSS falls there (159 → 122 MiB in one CI run). The short run
+    // therefore checks for gross growth only, which is what a leak looks like; the full run,
+    // whose last tenth is 100 jobs, holds RSS within the 5% of docs/reliability.md either way.
+    if jobs >= 500 {
+        assert!(
+            drift.abs() <= 0.05,
+            "RSS moved {:+.1}% (more than 5%) between the second and the last 10% of the jobs:\n{table}",
+            drift * 100.0
+        );
+    } else {
+        assert!(
+            drift <= 0.20,
+            "RSS grew {:+.1}% (more than 20%) between the second and the last 10% of the jobs:\n{table}",
+            drift * 100.0
+        );
+    }
 }
