@@ -12,6 +12,10 @@
 #             path's a, b, c against the reference constraint system on 32 GiB partitions
 #             (every row compared by chunk digests), and their throughputs side by side
 #   pipeline  `bench pipeline --shape porep --log-size 27` (tiled key, replayed witness)
+#   pin       pin_bench: registering a 4 GiB witness buffer fresh, through the pool (faulted in
+#             by 16 threads first) and after it was written, and what each does to kernels
+#             running beside it (issue 24)
+# PIN_AT_LOAD=true|false sets the daemon's engine.pin_buffers_at_load (default false).
 # Disk: the 32 GiB key is 47 GB and its recorded matrices ~7 GB, on a 64 GiB disk: nothing
 # else large may live in $WORK. Binaries and output as in scripts/gpu-common.sh.
 what="${1:-gen,prove}"
@@ -51,6 +55,7 @@ backend = "cuda"
 synthesis_workers = ${SYNTH_WORKERS:-4}
 prover_workers_per_device = 2
 prove_queue_depth = 2
+pin_buffers_at_load = ${PIN_AT_LOAD:-false}
 [gpu]
 params_residency = "vram"
 staging_pool = "64GiB"
@@ -65,6 +70,11 @@ TOML
   kill -TERM "$daemon"; wait "$daemon"
   "$zk" timeline "$out/daemon.log" --svg "$out/timeline-32g.svg" > "$out/timeline.txt" 2>&1
   tail -n 25 "$out/timeline.txt"
+fi
+
+if [[ $what == *pin* ]]; then
+  run pin 300 "$work/pin_bench" 4 "$out/pin.md"
+  cat "$out/pin.md"
 fi
 
 if [[ $what == *synth* ]]; then

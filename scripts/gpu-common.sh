@@ -14,7 +14,7 @@ mkdir -p "$final" "$out"
 for f in "$bin"/*.gz; do
   [ -e "$f" ] && gzip -dc "$f" > "$work/$(basename "$f" .gz)" && chmod +x "$work/$(basename "$f" .gz)"
 done
-for b in zkforge backend_check keygen_check gpu_bench; do [ -x "$work/$b" ] || cp "$bin/$b" "$work/$b" 2>/dev/null; done
+for b in zkforge backend_check keygen_check gpu_bench pin_bench; do [ -x "$work/$b" ] || cp "$bin/$b" "$work/$b" 2>/dev/null; done
 zk="$work/zkforge"
 export FIL_PROOFS_PARAMETER_CACHE="$work/params" ZKFORGE_CACHE="$work/cache" NCCL_NVLS_ENABLE=0
 nvidia-smi --query-gpu=index,name,driver_version,memory.total,clocks.max.sm --format=csv \

@@ -3,8 +3,13 @@
 # `zkforge params generate`, the daemon on $BACKEND, `bench batch --verify` (filecoin-proofs'
 # verifiers), status and TIMELINE. KINDS (default "winning-post window-post snap"), BACKEND
 # (cuda | cpu; default cuda), PROOFS per kind (default 2), SIZE (default 32GiB).
-# Disk: a 32 GiB WindowPoSt key is ~45 GB and a SnapDeals one ~29 GB, beside their recorded
-# matrices; on the device's 64 GiB disk one kind's files live at a time (KEEP=1 keeps them).
+# Disk: a 32 GiB SnapDeals key is ~34 GB beside its recorded matrices; on the device's 64 GiB
+# disk one kind's files live at a time (KEEP=1 keeps them). A 32 GiB WindowPoSt key (~73 GB:
+# A, B_G1 and L of ~125 M points each, H of 2^27, B_G2 dense at 192 bytes a point) does not fit
+# that disk at all: PARAMS_IN_RAM=GIB stages the parameter directory in a tmpfs of that many
+# GiB (host memory) and moves each recorded matrix file to the disk, leaving a link. A test
+# path for a box without the disk a real deployment has: the daemon's "auto" memory budget
+# starts from MemAvailable, which the tmpfs's pages are not part of.
 # On the CPU (BIN=target/release BACKEND=cpu KINDS=winning-post) this runs on any machine;
 # the larger kinds need the GPU path's generation and memory. Output as in gpu-common.sh.
 source "$(dirname "$0")/gpu-common.sh"
@@ -14,6 +19,19 @@ size="${SIZE:-32GiB}"
 fx="$work/fx-post-$size"
 params="$FIL_PROOFS_PARAMETER_CACHE"
 mkdir -p "$params"
+if [ -n "${PARAMS_IN_RAM:-}" ]; then
+  mountpoint -q "$params" || mount -t tmpfs -o "size=${PARAMS_IN_RAM}g" tmpfs "$params" \
+    || { echo "no tmpfs for the parameters" | tee -a "$out/summary.txt"; rc=1; finish; }
+  mkdir -p "$work/matrices"
+fi
+# With the parameters in RAM: each recorded matrix file (~10 GB for WindowPoSt) goes to the
+# disk as soon as it is written, before the key is, leaving a link the daemon reads through.
+spill_matrices() {
+  for m in "$params"/*.r1cs; do
+    [ -f "$m" ] && [ ! -L "$m" ] && mv "$m" "$work/matrices/" \
+      && ln -s "$work/matrices/$(basename "$m")" "$m"
+  done
+}
 free -g > "$out/memory.txt" 2>&1
 
 run fixtures 300 "$zk" fixtures --sector-size "$size" --out "$fx" --seed 32 \
@@ -21,10 +39,17 @@ run fixtures 300 "$zk" fixtures --sector-size "$size" --out "$fx" --seed 32 \
 tail -n 6 "$out/fixtures.log"
 
 for kind in $kinds; do
+  spiller=""
+  if [ -n "${PARAMS_IN_RAM:-}" ]; then
+    (while sleep 2; do spill_matrices; done) & spiller=$!
+  fi
   run "params-$kind" 560 "$zk" params generate --proof "$kind" --sector-size "$size" \
     --backend "$backend" --seed 32 --out "$params" --force
   tail -n 2 "$out/params-$kind.log" | tee -a "$out/summary.txt"
-  df -h "$work" >> "$out/disk.txt" 2>&1
+  if [ -n "$spiller" ]; then kill "$spiller"; wait "$spiller" 2>/dev/null; spill_matrices; fi
+  ls -l "$params" >> "$out/disk.txt" 2>&1
+  df -h "$work" "$params" >> "$out/disk.txt" 2>&1
+  free -g >> "$out/memory.txt" 2>&1
 
   cat > "$work/daemon-$kind.toml" <<TOML
 [daemon]
@@ -47,6 +72,7 @@ TOML
     > "$out/timeline-$kind.txt" 2>&1
   tail -n 8 "$out/timeline-$kind.txt"
   # The next kind's key needs the disk; the .vk files stay for later verification.
-  [ "${KEEP:-0}" = 1 ] || find "$params" -name '*.params' -o -name '*.r1cs' | xargs -r rm -f
+  [ "${KEEP:-0}" = 1 ] || find "$params" "$work/matrices" -name '*.params' -o -name '*.r1cs' \
+    2>/dev/null | xargs -r rm -f
 done
 finish

@@ -18,8 +18,8 @@ use zkforge_fixtures::{self as fixtures, read_base64_list, unhex32, Manifest};
 use zkforge_groth16::generator::{generate_random_keys, CpuFixedBase};
 use zkforge_groth16::synthesis::pool::with_pool;
 use zkforge_groth16::{
-    prover, verify::verify, CpuBackend, KeyRef, MatrixRecorder, ParamsFile, ProofRandomness,
-    ProveReport, ProverBackend, ProvingKey, Witness,
+    prover, verify::verify, CpuBackend, Dispatch, KeyRef, MatrixRecorder, ParamsFile,
+    ProofRandomness, ProveReport, ProverBackend, ProvingKey, Witness,
 };
 
 /// One circuit's witness in both forms, and its key in memory and (optionally) on disk.
@@ -233,7 +233,7 @@ fn concurrent_equal(
                 s.spawn(move || -> Result<_> {
                     let w = with_pool(pool, || zkforge_groth16::synthesize(c.clone()))?;
                     let mut report = ProveReport::default();
-                    let p = prover::prove_on(gpu, 0, pk, w, *r, &mut report)?;
+                    let p = prover::prove_on(gpu, Dispatch::on(0), pk, w, *r, &mut report)?;
                     Ok((p, report))
                 })
             })

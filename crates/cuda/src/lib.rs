@@ -4,6 +4,8 @@
 mod error;
 pub mod host;
 mod options;
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+mod resident;
 mod vram;
 
 #[cfg(feature = "cuda")]

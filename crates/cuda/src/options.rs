@@ -6,13 +6,17 @@ use std::str::FromStr;
 
 use crate::host::MsmOptions;
 
-/// Where a proving key's bases live while it is in use.
+/// Where a proving key's bases live while it is in use. A key kept in VRAM takes the room of
+/// keys no partition is using, and one whose partitions are more urgent than those of a key in
+/// use waits for that key to drain and takes its room (resident.rs); the other key comes back
+/// when its partitions next run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Residency {
-    /// In VRAM when they fit next to the partitions' working memory, else streamed.
+    /// In VRAM when they fit the budget with two partitions' working memory, else streamed.
     #[default]
     Auto,
-    /// Always in VRAM (a key that does not fit is an error).
+    /// Always in VRAM, with one partition's working memory (a key that does not fit is an
+    /// error).
     Vram,
     /// Always streamed from host memory through pinned staging buffers, chunk by chunk.
     Host,

@@ -125,6 +125,11 @@ pub struct EngineConfig {
     pub prover_threads: usize,
     /// Synthesized partitions that may wait for a prover worker.
     pub prove_queue_depth: usize,
+    /// With a GPU backend: when a key loads, pin a witness buffer for every partition that can
+    /// be in flight before any is proved (page-locking holds the driver, and so the kernels,
+    /// back while it runs). Off: each buffer is pinned when synthesis first takes it, its
+    /// pages faulted in by the synthesis threads first, so the first partitions start at once.
+    pub pin_buffers_at_load: bool,
     /// Host memory for everything proving holds: keys decoded in host memory, recorded
     /// constraint matrices, partitions in flight and idle pooled (pinned) witness buffers.
     /// "auto" (MemAvailable at start − margin) or a size such as "64GiB", which must not exceed
@@ -156,6 +161,7 @@ impl Default for EngineConfig {
             prover_workers_per_device: 2,
             prover_threads: 0,
             prove_queue_depth: 2,
+            pin_buffers_at_load: false,
             memory_budget: "auto".into(),
             memory_margin: "2GiB".into(),
             result_ttl_secs: 600,

@@ -232,7 +232,10 @@ impl Engine {
     pub fn preload(&self, id: &ParamsId) -> Result<(bool, f64)> {
         let t = Instant::now();
         // Rank 0, below every job's: a preload takes memory no waiting partition wants.
-        let (_, loaded_now) = self.pipeline.srs.get(id, None, 0)?;
+        let (key, loaded_now) = self.pipeline.srs.get(id, None, 0)?;
+        if loaded_now {
+            crate::workers::ready_for_partitions(&self.pipeline, &key);
+        }
         Ok((!loaded_now, t.elapsed().as_secs_f64() * 1e3))
     }
 

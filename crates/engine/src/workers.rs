@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 use rand::SeedableRng;
 use zkforge_groth16::synthesis::pool::with_pool;
 use zkforge_groth16::{
-    prover, reaper, verify::verify, EvaluationSite, Proof, ProofRandomness, ProveReport, Scalar,
-    Witness,
+    prover, reaper, verify::verify, Dispatch, EvaluationSite, Proof, ProofRandomness, ProveReport,
+    Scalar, Witness,
 };
 
 use crate::job::{ms, Job, JobOutcome};
@@ -187,7 +187,7 @@ fn parameters(s: &Pipeline, job: &Job) -> Option<Arc<Resident>> {
     match loaded {
         Ok((key, loaded_now)) => {
             if loaded_now {
-                prewarm_buffers(s, &key);
+                ready_for_partitions(s, &key);
                 let took = ms(t.elapsed());
                 job.lock().timings.srs_load_ms += took;
                 s.telemetry
@@ -208,13 +208,20 @@ fn parameters(s: &Pipeline, job: &Job) -> Option<Arc<Resident>> {
     }
 }
 
-/// Fills the backend's buffer pool for partitions of this key before any is proved: the
-/// buffers of each partition that can be in flight, within the memory budget.
-fn prewarm_buffers(s: &Pipeline, key: &Resident) {
+/// Readies a key that just loaded for its partitions: the backend stages it on its devices on
+/// a thread of its own (the partitions synthesize meanwhile, and the first prover finds it
+/// there or waits for the upload under way), and the witness buffer pool learns the
+/// partitions' size — or, with `pin_buffers_at_load`, pins their buffers now.
+pub(crate) fn ready_for_partitions(s: &Pipeline, key: &Arc<Resident>) {
+    stage_in_background(s, key.clone());
     let Some(pool) = s.backend.scalar_pool() else {
         return;
     };
     let (per, capacity) = key.plan.pooled_buffers();
+    if !s.config.pin_buffers_at_load {
+        pool.expect(capacity);
+        return;
+    }
     let devices = s.device_locks.len();
     let in_flight = s.config.synthesis_workers
         + s.config.prove_queue_depth
@@ -229,6 +236,26 @@ fn prewarm_buffers(s: &Pipeline, key: &Resident) {
         ms = ms(t.elapsed()),
         "witness buffers pooled and pinned"
     );
+}
+
+fn stage_in_background(s: &Pipeline, key: Arc<Resident>) {
+    let backend = s.backend.clone();
+    let spawned = std::thread::Builder::new()
+        .name("stage-key".into())
+        .spawn(move || {
+            let t = Instant::now();
+            // A failure here is not the job's: its first partition uploads again and fails
+            // with the same error, named, if the device really cannot hold the key.
+            match backend.stage(key.key.as_ref(), key.matrices.as_ref()) {
+                Ok(()) => tracing::info!(ms = ms(t.elapsed()), "proving key staged on the devices"),
+                Err(e) => tracing::warn!(
+                    "staging the proving key failed ({e:#}); the first partition loads it"
+                ),
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::warn!("no thread to stage the proving key ({e}); the first partition loads it");
+    }
 }
 
 pub(crate) fn prover_loop(s: &Pipeline, device: usize, index: usize) {
@@ -279,7 +306,10 @@ fn prove_unit(
     let result = catch_unwind(AssertUnwindSafe(|| {
         prover::prove_on(
             s.backend.as_ref(),
-            device,
+            Dispatch {
+                device,
+                priority: job.priority as u8,
+            },
             unit.key.key.as_ref(),
             witness,
             rnd,

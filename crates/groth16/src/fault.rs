@@ -14,8 +14,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::{
-    DeviceInfo, Error, KeyRef, ProveReport, ProverBackend, QueryLengths, QuerySums, Result,
-    ScalarPool, Witness,
+    DeviceInfo, Dispatch, Error, KeyRef, ProveReport, ProverBackend, QueryLengths, QuerySums,
+    Result, ScalarPool, Witness,
 };
 
 /// The environment variable a binary built with fault injection reads its plan from.
@@ -155,9 +155,17 @@ impl ProverBackend for FaultyBackend {
         self.inner.key_on_device(key)
     }
 
+    fn stage(
+        &self,
+        key: KeyRef<'_>,
+        matrices: Option<&Arc<crate::ConstraintMatrices>>,
+    ) -> Result<()> {
+        self.inner.stage(key, matrices)
+    }
+
     fn query_sums_on(
         &self,
-        device: usize,
+        on: Dispatch,
         key: KeyRef<'_>,
         witness: Witness,
         report: &mut ProveReport,
@@ -168,7 +176,7 @@ impl ProverBackend for FaultyBackend {
                 message: fault.to_string(),
             })?;
         }
-        self.inner.query_sums_on(device, key, witness, report)
+        self.inner.query_sums_on(on, key, witness, report)
     }
 }
 

@@ -2,6 +2,7 @@
 //! budget, and the proving keys whose bases live there (LRU, or streamed when they do not fit).
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use blstrs::{G1Affine, G2Affine};
 
@@ -12,8 +13,9 @@ use zkforge_groth16::{KeyRef, ProvingKey, QueryLengths};
 use crate::device::lock;
 use crate::host::g1_affine_as_u64;
 use crate::options::{CudaOptions, Residency};
+use crate::resident::{Acquired, Held, ResidentSet, Wait};
 use crate::spmv::{matrices_bytes, DeviceMatrices};
-use crate::vram::{gib, VramBudget, VramReservation};
+use crate::vram::{gib, VramBudget};
 use crate::{CudaDevice, CudaError, DeviceBasesG1, DeviceBasesG2};
 
 /// Which key a set of bases belongs to, and the input split they were cut at.
@@ -86,27 +88,30 @@ pub(crate) struct DeviceQueries {
     pub b_g2_aux: DeviceBasesG2,
 }
 
-/// Where one key's bases are for this device.
-pub(crate) enum Placement {
-    Resident(Box<DeviceQueries>),
-    /// Read from the key in host memory, chunk by chunk, at every MSM.
-    Streamed,
-}
-
-pub(crate) struct KeyBases {
-    pub id: KeyId,
-    pub placement: Placement,
+/// What a partition proves against on one GPU: a key's aux-side bases (or none, when they
+/// stay in host memory and are streamed at every MSM) and, for a recorded circuit, its
+/// constraint matrices. Kept together because a partition needs both: acquiring them as one
+/// item means no partition ever holds one while waiting for room for the other.
+pub(crate) struct OnDevice {
     pub inputs: InputBases,
-    bytes: u64,
-    _vram: Option<VramReservation>,
+    /// None: streamed from the key in host memory.
+    pub queries: Option<DeviceQueries>,
+    pub matrices: Option<DeviceMatrices>,
+    /// Keeps the recorded matrices' address, part of the item's id, from being reused.
+    _of: Option<Arc<ConstraintMatrices>>,
 }
 
-/// A circuit's constraint matrices resident on one GPU.
-pub(crate) struct ResidentMatrices {
-    of: Arc<ConstraintMatrices>,
-    pub device: DeviceMatrices,
-    _vram: VramReservation,
+/// Which key (cut at which inputs) and which matrices an item holds, and whether the key is
+/// resident or streamed.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct ItemId {
+    key: KeyId,
+    matrices: Option<usize>,
+    streamed: bool,
 }
+
+/// An item on the device, held by the partition using it.
+pub(crate) type OnDeviceHeld = Held<ItemId, OnDevice>;
 
 /// The aux-side bases of a key in host memory: what goes to the device (resident) or is read
 /// chunk by chunk (streamed). The input-side prefixes stay on the CPU.
@@ -146,9 +151,8 @@ pub(crate) struct Gpu {
     /// Held around the kernel region only: uploads and host work run outside it.
     pub kernel_lock: Mutex<()>,
     pub vram: Arc<VramBudget>,
-    /// Most recently used last.
-    keys: Mutex<Vec<Arc<KeyBases>>>,
-    matrices: Mutex<Vec<Arc<ResidentMatrices>>>,
+    /// Keys and matrices in VRAM (resident.rs: LRU, urgent keys first).
+    items: Arc<ResidentSet<ItemId, OnDevice>>,
     residency: Residency,
 }
 
@@ -173,6 +177,10 @@ impl Drop for Handle<'_> {
     }
 }
 
+/// How long a partition waits for its key to get room on the device (others' partitions to
+/// finish, a less urgent key to drain) before its job fails, naming who holds the room.
+pub(crate) const KEY_ROOM_WAIT: Duration = Duration::from_secs(30 * 60);
+
 impl Gpu {
     pub fn open(ordinal: usize, options: &CudaOptions) -> Result<Self, CudaError> {
         let residency = options.residency;
@@ -187,14 +195,14 @@ impl Gpu {
             %residency,
             "GPU ready"
         );
+        let vram = VramBudget::new(budget);
         Ok(Self {
             ordinal,
             main,
             handles: Mutex::new(Vec::new()),
             kernel_lock: Mutex::new(()),
-            vram: VramBudget::new(budget),
-            keys: Mutex::new(Vec::new()),
-            matrices: Mutex::new(Vec::new()),
+            items: ResidentSet::new(vram.clone()),
+            vram,
             residency,
         })
     }
@@ -211,143 +219,152 @@ impl Gpu {
         })
     }
 
-    /// The key's bases on this device, uploading them on first use. `partition_bytes` is one
-    /// partition's working memory: in `auto`, a key stays in VRAM only if two partitions still
-    /// fit beside it (idle keys are evicted first), otherwise it is streamed.
-    pub fn bases(
+    /// Room kept free beside a key for its partitions: two in `auto` (so that two workers
+    /// overlap), otherwise one (a key that leaves no room for a partition is of no use).
+    fn headroom(&self, partition_bytes: u64) -> u64 {
+        match self.residency {
+            Residency::Auto => 2 * partition_bytes,
+            _ => partition_bytes,
+        }
+    }
+
+    /// The key's bases and the circuit's `matrices` on this device for a partition of
+    /// `priority`, uploaded first if they are not there. `partition_bytes` is one partition's
+    /// working memory. A key that fits the budget with its headroom is resident, waiting (up
+    /// to `wait`) for room: idle items are evicted, and less urgent ones in use drain for it
+    /// (resident.rs). One that never fits is streamed from host memory in `auto` and `host`
+    /// (a key left in its file cannot be). None: no room now, with `Wait::No`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn on_device(
         &self,
         key: KeyRef<'_>,
-        n_in: usize,
-        b_in: usize,
+        (n_in, b_in): (usize, usize),
+        matrices: Option<&Arc<ConstraintMatrices>>,
         partition_bytes: u64,
-    ) -> Result<Arc<KeyBases>, CudaError> {
-        let id = KeyId::of(key, n_in, b_in);
-        let mut keys = lock(&self.keys);
-        if let Some(i) = keys.iter().position(|k| k.id == id) {
-            let k = keys.remove(i);
-            keys.push(k.clone());
-            return Ok(k);
-        }
-        let bytes = aux_bases_bytes(&key.lengths(), n_in, b_in);
-        let headroom = match self.residency {
-            Residency::Auto => 2 * partition_bytes,
-            _ => 0,
+        priority: u8,
+        wait: Wait,
+    ) -> Result<Option<OnDeviceHeld>, CudaError> {
+        let key_id = KeyId::of(key, n_in, b_in);
+        let key_bytes = aux_bases_bytes(&key.lengths(), n_in, b_in);
+        let matrix_bytes = matrices.map_or(0, |m| matrices_bytes(m));
+        let headroom = self.headroom(partition_bytes);
+        let id = |streamed| ItemId {
+            key: key_id,
+            matrices: matrices.map(|m| Arc::as_ptr(m) as usize),
+            streamed,
         };
-        let reservation = if self.residency == Residency::Host {
-            None
-        } else {
-            self.make_room(&mut keys, bytes, headroom)
-        };
-        let placement = match (&reservation, key) {
-            (Some(_), KeyRef::Memory(pk)) => {
-                Placement::Resident(Box::new(self.upload(&AuxQueries::of(pk, n_in, b_in))?))
+        if self.residency != Residency::Host {
+            let got = self.items.acquire(
+                id(false),
+                key_bytes + matrix_bytes,
+                headroom,
+                priority,
+                wait,
+                || self.load(key, (n_in, b_in), matrices, true),
+            )?;
+            match got {
+                Acquired::Held(h) => return Ok(Some(h)),
+                Acquired::Busy { holders } => return self.busy(wait, &holders),
+                Acquired::NeverFits => {}
             }
-            (Some(_), KeyRef::File(f)) => Placement::Resident(Box::new(
-                super::key_upload::upload_from_file(&self.main, f, n_in, b_in)?,
-            )),
-            (None, KeyRef::File(f)) => {
+        }
+        let too_large = || {
+            format!(
+                "{} of bases and {} of matrices (with {} for partitions) do not fit GPU {}'s \
+                 budget of {}",
+                gib(key_bytes),
+                gib(matrix_bytes),
+                gib(headroom),
+                self.ordinal,
+                gib(self.vram.total())
+            )
+        };
+        match key {
+            KeyRef::File(f) => {
                 return Err(CudaError::Invalid(format!(
-                    "the key {} was left in its file for VRAM, but its {} of bases do not fit                      GPU {}'s budget ({} free of {}); set params_residency = \"host\" to                      stream it from host memory",
+                    "the key {} was left in its file for VRAM, but its {}; set \
+                     params_residency = \"host\" to stream it from host memory",
                     f.path().display(),
-                    gib(bytes),
-                    self.ordinal,
-                    gib(self.vram.total() - self.vram.used()),
-                    gib(self.vram.total())
+                    too_large()
                 )))
             }
-            (None, _) if self.residency == Residency::Vram => {
+            KeyRef::Memory(_) if self.residency == Residency::Vram => {
                 return Err(CudaError::Invalid(format!(
-                    "params_residency = \"vram\" but the key's {} of bases do not fit in GPU {}'s \
-                     budget ({} free of {})",
-                    gib(bytes),
-                    self.ordinal,
-                    gib(self.vram.total() - self.vram.used()),
-                    gib(self.vram.total())
+                    "params_residency = \"vram\" but the key's {}",
+                    too_large()
                 )))
             }
-            (None, KeyRef::Memory(_)) => Placement::Streamed,
-        };
-        let mode = match placement {
-            Placement::Resident(_) => "resident in VRAM",
-            Placement::Streamed => "streamed from host memory",
-        };
-        tracing::info!(device = self.ordinal, bases = %gib(bytes), "proving key {mode}");
-        let k = Arc::new(KeyBases {
-            id,
-            placement,
-            inputs: InputBases::of(key, n_in, b_in)?,
-            bytes,
-            _vram: reservation,
-        });
-        keys.push(k.clone());
-        Ok(k)
-    }
-
-    /// Whether a key whose aux-side bases take `bytes` would stay resident here with room for
-    /// two partitions of `partition_bytes` beside it (after evicting idle keys).
-    pub fn would_keep_resident(&self, bytes: u64, partition_bytes: u64) -> bool {
-        if self.residency == Residency::Host {
-            return false;
+            KeyRef::Memory(_) => {}
         }
-        let idle: u64 = lock(&self.keys)
-            .iter()
-            .filter(|k| Arc::strong_count(k) == 1)
-            .map(|k| k.bytes)
-            .sum();
-        let headroom = match self.residency {
-            Residency::Auto => 2 * partition_bytes,
-            _ => 0,
-        };
-        self.vram.used() - idle.min(self.vram.used()) + bytes + headroom <= self.vram.total()
+        let got = self
+            .items
+            .acquire(id(true), matrix_bytes, headroom, priority, wait, || {
+                self.load(key, (n_in, b_in), matrices, false)
+            })?;
+        match got {
+            Acquired::Held(h) => Ok(Some(h)),
+            Acquired::Busy { holders } => self.busy(wait, &holders),
+            Acquired::NeverFits => Err(CudaError::Invalid(format!(
+                "even with the key streamed from host memory, its {}",
+                too_large()
+            ))),
+        }
     }
 
-    /// The circuit's matrices on this device, uploaded on first use (kept while the
-    /// circuit's jobs run; idle ones are dropped for room like keys).
-    pub fn matrices(
+    fn busy(&self, wait: Wait, holders: &str) -> Result<Option<OnDeviceHeld>, CudaError> {
+        match wait {
+            Wait::No => Ok(None),
+            Wait::For(d) => Err(CudaError::Invalid(format!(
+                "no room on GPU {} for the key after {} s: held by {holders}",
+                self.ordinal,
+                d.as_secs()
+            ))),
+        }
+    }
+
+    /// Uploads what an item holds: the bases when `resident`, and the matrices.
+    fn load(
         &self,
-        m: &Arc<ConstraintMatrices>,
-    ) -> Result<Arc<ResidentMatrices>, CudaError> {
-        let mut all = lock(&self.matrices);
-        if let Some(r) = all.iter().find(|r| Arc::ptr_eq(&r.of, m)) {
-            return Ok(r.clone());
-        }
-        let bytes = matrices_bytes(m);
-        all.retain(|r| Arc::strong_count(r) > 1);
-        let vram = self.vram.reserve(bytes, "constraint matrices")?;
-        let device = self.main.upload_matrices(m)?;
+        key: KeyRef<'_>,
+        (n_in, b_in): (usize, usize),
+        matrices: Option<&Arc<ConstraintMatrices>>,
+        resident: bool,
+    ) -> Result<OnDevice, CudaError> {
+        let t = std::time::Instant::now();
+        let queries = match (resident, key) {
+            (false, _) => None,
+            (true, KeyRef::Memory(pk)) => Some(self.upload(&AuxQueries::of(pk, n_in, b_in))?),
+            (true, KeyRef::File(f)) => Some(super::key_upload::upload_from_file(
+                &self.main, f, n_in, b_in,
+            )?),
+        };
+        let device_matrices = matrices.map(|m| self.main.upload_matrices(m)).transpose()?;
+        self.main.synchronize()?;
         tracing::info!(
             device = self.ordinal,
-            bytes = %gib(bytes),
-            nonzeros = m.nonzeros(),
-            "constraint matrices resident in VRAM"
+            bases = %gib(aux_bases_bytes(&key.lengths(), n_in, b_in)),
+            matrices = %gib(matrices.map_or(0, |m| matrices_bytes(m))),
+            ms = t.elapsed().as_millis() as u64,
+            "{}",
+            if resident {
+                "proving key and matrices resident in VRAM"
+            } else {
+                "matrices resident in VRAM, proving key streamed from host memory"
+            }
         );
-        let r = Arc::new(ResidentMatrices {
-            of: m.clone(),
-            device,
-            _vram: vram,
-        });
-        all.push(r.clone());
-        Ok(r)
+        Ok(OnDevice {
+            inputs: InputBases::of(key, n_in, b_in)?,
+            queries,
+            matrices: device_matrices,
+            _of: matrices.cloned(),
+        })
     }
 
-    /// Reserves `bytes` leaving `headroom` free, evicting keys no partition is using.
-    fn make_room(
-        &self,
-        keys: &mut Vec<Arc<KeyBases>>,
-        bytes: u64,
-        headroom: u64,
-    ) -> Option<VramReservation> {
-        loop {
-            let fits = self.vram.used() + bytes + headroom <= self.vram.total();
-            if fits {
-                if let Some(r) = self.vram.try_reserve(bytes) {
-                    return Some(r);
-                }
-            }
-            let idle = keys.iter().position(|k| Arc::strong_count(k) == 1)?;
-            let evicted = keys.remove(idle);
-            tracing::info!(device = self.ordinal, bases = %gib(evicted.bytes), "evicting a key's bases");
-        }
+    /// Whether a key whose aux-side bases take `bytes` stays resident here: it fits the budget
+    /// with room for its partitions of `partition_bytes` (other keys make way for it).
+    pub fn would_keep_resident(&self, bytes: u64, partition_bytes: u64) -> bool {
+        self.residency != Residency::Host
+            && bytes + self.headroom(partition_bytes) <= self.vram.total()
     }
 
     fn upload(&self, host: &AuxQueries) -> Result<DeviceQueries, CudaError> {
@@ -365,25 +382,22 @@ impl Gpu {
 
     /// Whether `key`'s bases are resident in this GPU's memory (at any input split).
     pub fn holds_key(&self, key: KeyRef<'_>) -> bool {
-        let id = KeyId::of(key, 0, 0);
-        lock(&self.keys)
-            .iter()
-            .any(|k| k.id.origin == id.origin && matches!(k.placement, Placement::Resident(_)))
+        let origin = KeyId::of(key, 0, 0).origin;
+        self.items
+            .any(|id, item| id.key.origin == origin && item.queries.is_some())
     }
 
     /// "vram: 1 key (6.10 GiB)", "streamed: 1 key", or "no key".
     pub fn residency_summary(&self) -> String {
-        let keys = lock(&self.keys);
         let (mut vram, mut vram_bytes, mut streamed) = (0, 0, 0);
-        for k in keys.iter() {
-            match k.placement {
-                Placement::Resident(_) => {
-                    vram += 1;
-                    vram_bytes += k.bytes;
-                }
-                Placement::Streamed => streamed += 1,
+        self.items.each(|_, item, bytes| {
+            if item.queries.is_some() {
+                vram += 1;
+                vram_bytes += bytes;
+            } else {
+                streamed += 1;
             }
-        }
+        });
         let mut parts = Vec::new();
         if vram > 0 {
             parts.push(format!("vram: {vram} key(s) ({})", gib(vram_bytes)));
@@ -402,8 +416,7 @@ impl Gpu {
 impl Drop for Gpu {
     fn drop(&mut self) {
         // Bases and idle handles go first, then the pool gives their memory back.
-        lock(&self.keys).clear();
-        lock(&self.matrices).clear();
+        self.items.clear_idle();
         lock(&self.handles).clear();
         crate::device::release_pooled_memory(&self.main.ctx);
     }

@@ -11,11 +11,12 @@ mod streamed;
 use std::sync::Arc;
 
 use zkforge_groth16::{
-    DeviceInfo, Error, KeyRef, ProveReport, ProverBackend, QueryLengths, QuerySums, ScalarPool,
-    Witness,
+    ConstraintMatrices, DeviceInfo, Dispatch, Error, KeyRef, ProveReport, ProverBackend,
+    QueryLengths, QuerySums, ScalarPool, Witness,
 };
 
 use crate::options::CudaOptions;
+use crate::resident::Wait;
 use crate::{CudaDevice, CudaError};
 use gpu::Gpu;
 use pinner::CudaPinner;
@@ -129,19 +130,60 @@ impl ProverBackend for CudaBackend {
         self.gpus.iter().any(|g| g.holds_key(key))
     }
 
+    /// Uploads the key's bases and the circuit's matrices to every GPU, side by side. Only a
+    /// recorded circuit is staged: its matrices give the input split (public inputs, B-dense
+    /// inputs) under which partitions will look the key up.
+    fn stage(
+        &self,
+        key: KeyRef<'_>,
+        matrices: Option<&Arc<ConstraintMatrices>>,
+    ) -> zkforge_groth16::Result<()> {
+        let Some(m) = matrices else {
+            return Ok(());
+        };
+        let inputs = (m.num_inputs, m.b_input_density.count());
+        std::thread::scope(|scope| {
+            let staged: Vec<_> = self
+                .gpus
+                .iter()
+                .map(|g| {
+                    scope.spawn(move || -> Result<(), CudaError> {
+                        let partition = partition::footprint(&key.lengths(), &g.main.msm);
+                        // Free room only, at the lowest priority: staging evicts idle items but
+                        // never waits for, or drains, keys in use.
+                        let staged = g.on_device(key, inputs, Some(m), partition, 0, Wait::No)?;
+                        if staged.is_none() {
+                            tracing::info!(
+                                device = g.ordinal,
+                                "no free room to stage the key: it loads at first use"
+                            );
+                        }
+                        Ok(())
+                    })
+                })
+                .collect();
+            staged.into_iter().try_for_each(|t| {
+                t.join()
+                    .unwrap_or_else(|_| Err(CudaError::Invalid("staging panicked".into())))
+                    .map_err(backend_err)
+            })
+        })
+    }
+
     fn query_sums_on(
         &self,
-        device: usize,
+        on: Dispatch,
         pk: KeyRef<'_>,
         witness: Witness,
         report: &mut ProveReport,
     ) -> zkforge_groth16::Result<QuerySums> {
-        let gpu = self.gpus.get(device).ok_or_else(|| {
+        let gpu = self.gpus.get(on.device).ok_or_else(|| {
             backend_err(CudaError::Invalid(format!(
-                "device index {device}, but {} GPU(s) are open",
+                "device index {}, but {} GPU(s) are open",
+                on.device,
                 self.gpus.len()
             )))
         })?;
-        partition::query_sums(gpu, pk, witness, report).map_err(backend_err)
+        partition::query_sums(gpu, on.priority, pk, witness, report).map_err(backend_err)
     }
 }

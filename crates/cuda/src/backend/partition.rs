@@ -12,11 +12,12 @@ use zkforge_groth16::{
     QuerySums, Scalar, Witness,
 };
 
-use super::gpu::{AuxQueries, Gpu, InputBases, KeyBases, Placement, ResidentMatrices};
+use super::gpu::{AuxQueries, Gpu, InputBases, OnDevice, KEY_ROOM_WAIT};
 use super::streamed::msm_streamed;
 use crate::device::{lock, CudaDevice, DeviceScalars};
 use crate::host::{g1_affine_as_u64, g2_affine_as_u64, MsmOptions};
-use crate::{msm as gpu_msm, CFrom, CudaError};
+use crate::resident::Wait;
+use crate::{msm as gpu_msm, CFrom, CudaError, DeviceMatrices};
 
 /// Device bytes one partition of a key of these lengths may use at its peak: its scalars
 /// (the key's [`PartitionPlan`]) plus the largest MSM's scratch.
@@ -30,17 +31,17 @@ pub(crate) fn footprint(lengths: &QueryLengths, msm: &MsmOptions) -> u64 {
 }
 
 /// a, b, c on the device: uploaded, or still to be computed there from the resident matrices.
-enum DeviceEvaluations {
+enum DeviceEvaluations<'a> {
     Uploaded([DeviceScalars; 3]),
     Deferred {
-        matrices: std::sync::Arc<ResidentMatrices>,
+        matrices: &'a DeviceMatrices,
         inputs: DeviceScalars,
     },
 }
 
 /// The witness on the device.
-struct Uploaded {
-    evaluations: DeviceEvaluations,
+struct Uploaded<'a> {
+    evaluations: DeviceEvaluations<'a>,
     aux: DeviceScalars,
     a_aux: DeviceScalars,
     b_aux: DeviceScalars,
@@ -67,6 +68,7 @@ fn since(t0: Instant) -> f64 {
 
 pub(crate) fn query_sums(
     gpu: &Gpu,
+    priority: u8,
     key: KeyRef<'_>,
     w: Witness,
     report: &mut ProveReport,
@@ -77,17 +79,21 @@ pub(crate) fn query_sums(
         .n;
     let (n_in, b_in) = (w.inputs.len(), w.b_input_density.count());
     let bytes = footprint(&key.lengths(), &gpu.main.msm);
-    let bases = when_room(|| gpu.bases(key, n_in, b_in, bytes))?;
     let matrices = match &w.evaluations {
-        Evaluations::Deferred(m) => Some(when_room(|| gpu.matrices(m))?),
+        Evaluations::Deferred(m) => Some(m),
         Evaluations::Evaluated { .. } => None,
     };
-    let inputs = input_sums(&bases.inputs, &w);
+    let wait = Wait::For(KEY_ROOM_WAIT);
+    let on_device =
+        when_room(|| gpu.on_device(key, (n_in, b_in), matrices, bytes, priority, wait))?
+            .ok_or_else(|| CudaError::Invalid("no room on the device for the key".into()))?;
+    let inputs = input_sums(&on_device.inputs, &w);
     let dev = gpu.handle()?;
     let _vram = gpu.vram.reserve(bytes, "a partition")?;
 
     let start = since(t0);
-    let (up, h2d_ms) = when_room(|| timed(&dev, |d| upload(d, &w, domain, matrices.clone())))?;
+    let (up, h2d_ms) =
+        when_room(|| timed(&dev, |d| upload(d, &w, domain, on_device.matrices.as_ref())))?;
     report.phases.push(Phase {
         name: "h2d",
         start_ms: start,
@@ -100,7 +106,7 @@ pub(crate) fn query_sums(
     let _kernels = lock(&gpu.kernel_lock);
     report.lock_wait_ms = since(waited);
     let locked = Instant::now();
-    let sums = kernels(&dev, key, &bases, up, inputs, domain, t0, report);
+    let sums = kernels(&dev, key, &on_device, up, inputs, domain, t0, report);
     report.locked_ms = since(locked);
     sums
 }
@@ -149,12 +155,12 @@ fn timed<R>(
     Ok((r?, ms as f64))
 }
 
-fn upload(
+fn upload<'a>(
     d: &CudaDevice,
     w: &Witness,
     domain: usize,
-    matrices: Option<std::sync::Arc<ResidentMatrices>>,
-) -> Result<Uploaded, CudaError> {
+    matrices: Option<&'a DeviceMatrices>,
+) -> Result<Uploaded<'a>, CudaError> {
     let aux = d.upload_padded(&w.aux, w.aux.len())?;
     let a_aux = d.gather_by_density(&aux, &w.a_aux_density)?;
     let b_aux = d.gather_by_density(&aux, &w.b_aux_density)?;
@@ -204,8 +210,8 @@ fn phase<R>(
 fn kernels(
     dev: &CudaDevice,
     key: KeyRef<'_>,
-    bases: &KeyBases,
-    up: Uploaded,
+    bases: &OnDevice,
+    up: Uploaded<'_>,
     inputs: InputSums,
     domain: usize,
     t0: Instant,
@@ -221,19 +227,19 @@ fn kernels(
         DeviceEvaluations::Uploaded(abc) => abc,
         DeviceEvaluations::Deferred { matrices, inputs } => phase(dev, "spmv", t0, report, |d| {
             // The witness comes from synthesis, so it satisfies every constraint: c = a∘b.
-            d.constraint_products(&matrices.device, &inputs, &aux, domain, CFrom::AB)
+            d.constraint_products(matrices, &inputs, &aux, domain, CFrom::AB)
         })?,
     };
     let h = phase(dev, "ntt", t0, report, |d| d.h_from_device(a, b, c))?;
-    phase(dev, "msm", t0, report, |d| match &bases.placement {
-        Placement::Resident(q) => Ok(QuerySums {
+    phase(dev, "msm", t0, report, |d| match &bases.queries {
+        Some(q) => Ok(QuerySums {
             h: d.msm_g1_resident(&q.h, &h)?,
             l: d.msm_g1_resident(&q.l, &aux)?,
             a: d.msm_g1_resident(&q.a_aux, &a_aux)? + inputs.a,
             b_g1: d.msm_g1_resident(&q.b_g1_aux, &b_aux)? + inputs.b_g1,
             b_g2: d.msm_g2_resident(&q.b_g2_aux, &b_aux)? + inputs.b_g2,
         }),
-        Placement::Streamed => {
+        None => {
             let KeyRef::Memory(pk) = key else {
                 return Err(CudaError::Invalid(
                     "streamed bases need the key decoded in host memory".into(),

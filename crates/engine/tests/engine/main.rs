@@ -20,8 +20,8 @@ use zkforge_engine::{
 };
 use zkforge_groth16::generator::generate_random_keys;
 use zkforge_groth16::{
-    CpuBackend, DeviceInfo, KeyRef, Phase, ProveReport, ProverBackend, ProvingKey, QuerySums,
-    ScalarPool, Witness,
+    CpuBackend, DeviceInfo, Dispatch, KeyRef, Phase, ProveReport, ProverBackend, ProvingKey,
+    QuerySums, ScalarPool, Witness,
 };
 
 /// The CPU backend, made slower so that the prover is the bottleneck on purpose.
@@ -34,13 +34,13 @@ impl ProverBackend for SlowBackend {
 
     fn query_sums_on(
         &self,
-        device: usize,
+        on: Dispatch,
         key: KeyRef<'_>,
         w: Witness,
         report: &mut ProveReport,
     ) -> zkforge_groth16::Result<QuerySums> {
         std::thread::sleep(self.1);
-        self.0.query_sums_on(device, key, w, report)
+        self.0.query_sums_on(on, key, w, report)
     }
 }
 
@@ -329,6 +329,8 @@ struct KernelLockBackend {
     calls: [AtomicUsize; 2],
     most_in_calls: [AtomicUsize; 2],
     most_in_kernels: AtomicUsize,
+    /// Keys staged on the devices (`stage` calls).
+    staged: AtomicUsize,
 }
 
 impl ProverBackend for KernelLockBackend {
@@ -359,13 +361,23 @@ impl ProverBackend for KernelLockBackend {
         Some(self.pool.clone())
     }
 
+    fn stage(
+        &self,
+        _: KeyRef<'_>,
+        _: Option<&Arc<zkforge_groth16::ConstraintMatrices>>,
+    ) -> zkforge_groth16::Result<()> {
+        self.staged.fetch_add(1, SeqCst);
+        Ok(())
+    }
+
     fn query_sums_on(
         &self,
-        d: usize,
+        on: Dispatch,
         pk: KeyRef<'_>,
         w: Witness,
         report: &mut ProveReport,
     ) -> zkforge_groth16::Result<QuerySums> {
+        let d = on.device;
         assert!(
             w.recycle.0.is_some(),
             "synthesis drew the witness from the pool"
@@ -381,7 +393,7 @@ impl ProverBackend for KernelLockBackend {
         std::thread::sleep(Duration::from_millis(40));
         let sums = self
             .cpu
-            .query_sums_on(0, pk, w, &mut ProveReport::default());
+            .query_sums_on(Dispatch::on(0), pk, w, &mut ProveReport::default());
         self.inside[d].fetch_sub(1, SeqCst);
         drop(guard);
         report.locked_ms = 40.0;
@@ -406,6 +418,7 @@ fn kernel_locking_backends_get_concurrent_workers_on_every_device() {
         calls: Default::default(),
         most_in_calls: Default::default(),
         most_in_kernels: AtomicUsize::new(0),
+        staged: AtomicUsize::new(0),
     });
     let source = MemorySource([(id.stem, pk)].into_iter().collect());
     let config = EngineConfig {
@@ -434,6 +447,11 @@ fn kernel_locking_backends_get_concurrent_workers_on_every_device() {
         assert_eq!(backend.most_in_calls[d].load(SeqCst), 2, "device {d}");
     }
     assert_eq!(backend.most_in_kernels.load(SeqCst), 1);
+    assert_eq!(
+        backend.staged.load(SeqCst),
+        1,
+        "the key was staged on the devices once, when it loaded"
+    );
     assert!(phases
         .iter()
         .all(|p| p.phase == Some("msm") && p.duration_ms == Some(40.0)));

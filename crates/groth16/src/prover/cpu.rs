@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use rayon::ThreadPool;
 
-use super::{ProverBackend, QuerySums};
+use super::{Dispatch, ProverBackend, QuerySums};
 use crate::msm::{msm, msm_with_density, G1, G2};
 use crate::poly::h_coefficients;
 use std::mem::take;
@@ -86,7 +86,7 @@ impl ProverBackend for CpuBackend {
 
     fn query_sums_on(
         &self,
-        _device: usize,
+        _on: Dispatch,
         key: KeyRef<'_>,
         witness: Witness,
         _report: &mut ProveReport,

@@ -66,6 +66,26 @@ pub struct Phase {
     pub duration_ms: f64,
 }
 
+/// Where one proof runs, and how urgent it is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Dispatch {
+    /// An index into the backend's `devices()`.
+    pub device: usize,
+    /// The job's priority, higher is more urgent (0: none given). A backend whose devices
+    /// hold several keys in turn lets the more urgent partition's key in first.
+    pub priority: u8,
+}
+
+impl Dispatch {
+    /// Device `device`, no particular urgency.
+    pub fn on(device: usize) -> Self {
+        Self {
+            device,
+            priority: 0,
+        }
+    }
+}
+
 /// What one proof's device work looked like: lock wait and timed phases.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ProveReport {
@@ -121,11 +141,24 @@ pub trait ProverBackend: Send + Sync {
         false
     }
 
-    /// Computes the query sums on device `device` (an index into `devices()`), filling
-    /// `report`; the key has already been checked to fit the witness.
+    /// Puts `key`, and the recorded `matrices` of its circuit where it has them, where this
+    /// backend's proofs read them, now: a GPU backend uploads both to each device while the
+    /// first partitions synthesize, so that the first proof does not wait for the upload. A
+    /// backend that does nothing here (the default) loads them at first use.
+    fn stage(
+        &self,
+        key: KeyRef<'_>,
+        matrices: Option<&std::sync::Arc<crate::ConstraintMatrices>>,
+    ) -> Result<()> {
+        let _ = (key, matrices);
+        Ok(())
+    }
+
+    /// Computes the query sums where `on` says, filling `report`; the key has already been
+    /// checked to fit the witness.
     fn query_sums_on(
         &self,
-        device: usize,
+        on: Dispatch,
         key: KeyRef<'_>,
         witness: Witness,
         report: &mut ProveReport,
@@ -141,7 +174,7 @@ pub fn prove<'a>(
 ) -> Result<Proof> {
     prove_on(
         backend,
-        0,
+        Dispatch::on(0),
         key,
         witness,
         randomness,
@@ -149,10 +182,10 @@ pub fn prove<'a>(
     )
 }
 
-/// Proves one synthesized circuit on one device of the backend, reporting its phases.
+/// Proves one synthesized circuit where `on` says, reporting its phases.
 pub fn prove_on<'a>(
     backend: &dyn ProverBackend,
-    device: usize,
+    on: Dispatch,
     key: impl Into<KeyRef<'a>>,
     mut witness: Witness,
     randomness: ProofRandomness,
@@ -164,7 +197,7 @@ pub fn prove_on<'a>(
     if EvaluationSite::choose(deferred, backend) == EvaluationSite::Host {
         witness.evaluate()?;
     }
-    let sums = backend.query_sums_on(device, key, witness, report)?;
+    let sums = backend.query_sums_on(on, key, witness, report)?;
     assemble(key.vk(), &sums, randomness)
 }
 

@@ -14,6 +14,7 @@ use blstrs::Scalar;
 use rayon::prelude::*;
 
 use super::{ConstraintMatrices, Entry, SparseMatrix};
+use crate::bulk_read::read_vec_at;
 use crate::synthesis::Density;
 use crate::{Error, Result};
 
@@ -54,16 +55,6 @@ impl Header {
 fn as_bytes<T: Copy>(v: &[T]) -> &[u8] {
     // SAFETY: only used with u32, u64 and Entry (repr(C), two u32): no padding, any bytes valid.
     unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, std::mem::size_of_val(v)) }
-}
-
-fn read_vec<T: Copy + Default>(r: &mut impl Read, len: usize) -> std::io::Result<Vec<T>> {
-    let mut v = vec![T::default(); len];
-    // SAFETY: as in `as_bytes`; the vector is initialised, so the byte view is too.
-    let bytes = unsafe {
-        std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut u8, std::mem::size_of_val(&v[..]))
-    };
-    r.read_exact(bytes)?;
-    Ok(v)
 }
 
 impl ConstraintMatrices {
@@ -147,7 +138,9 @@ impl ConstraintMatrices {
                 "{h:?}: more rows, columns or entries than 2^32"
             )));
         }
-        let mut r = std::io::BufReader::with_capacity(1 << 22, f);
+        // The coefficients and densities are small; the matrices (6.8 GB at 32 GiB PoRep) are
+        // read by several threads, each faulting in the pages it fills.
+        let mut r = std::io::BufReader::with_capacity(1 << 22, &f);
         let mut coefficients = Vec::with_capacity(h.coefficients as usize);
         for i in 0..h.coefficients {
             let mut b = [0u8; 32];
@@ -156,8 +149,15 @@ impl ConstraintMatrices {
             coefficients
                 .push(c.ok_or_else(|| bad(format!("coefficient {i} is not a field element")))?);
         }
+        let mut at = Header::BYTES + 32 * h.coefficients;
+        let mut next = |len: u64, size: u64| {
+            let offset = at;
+            at += len * size;
+            (offset, len as usize)
+        };
         let mut density = |bits: u64| -> Result<Density> {
-            let words: Vec<u64> = read_vec(&mut r, bits.div_ceil(64) as usize).map_err(io)?;
+            let (offset, len) = next(bits.div_ceil(64), 8);
+            let words: Vec<u64> = read_vec_at(&f, offset, len).map_err(io)?;
             Density::from_words(words, bits as usize).ok_or_else(|| {
                 bad(format!(
                     "a density of {bits} bits has bits set beyond its end"
@@ -168,9 +168,11 @@ impl ConstraintMatrices {
         let b_input_density = density(h.inputs)?;
         let b_aux_density = density(h.aux)?;
         let mut matrix = |nnz: u64| -> Result<SparseMatrix> {
+            let (starts_at, rows) = next(h.rows + 1, 4);
+            let (entries_at, nnz) = next(nnz, 8);
             Ok(SparseMatrix {
-                row_starts: read_vec(&mut r, h.rows as usize + 1).map_err(io)?,
-                entries: read_vec(&mut r, nnz as usize).map_err(io)?,
+                row_starts: read_vec_at(&f, starts_at, rows).map_err(io)?,
+                entries: read_vec_at(&f, entries_at, nnz).map_err(io)?,
             })
         };
         let (a, b, c) = (

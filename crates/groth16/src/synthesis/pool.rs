@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use blstrs::Scalar;
+use rayon::prelude::*;
 
 /// Page-locks host memory for a device (e.g. `cuMemHostRegister`).
 pub trait HostPinner: Send + Sync {
@@ -58,17 +59,52 @@ impl ScalarPool {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// An empty vector: the largest idle buffer, or a new one sized like the last given back.
+    /// An empty vector: the largest idle buffer, or a new one sized like the last given back
+    /// (or as [`expect`](Self::expect) said), pinned before it is handed out.
     pub fn take(&self) -> Vec<Scalar> {
-        let mut st = self.state();
-        let largest = (0..st.idle.len()).max_by_key(|&i| st.idle[i].capacity());
-        match largest {
-            Some(i) => {
+        let hint = {
+            let mut st = self.state();
+            let largest = (0..st.idle.len()).max_by_key(|&i| st.idle[i].capacity());
+            if let Some(i) = largest {
                 let v = st.idle.swap_remove(i);
                 st.idle_bytes -= bytes_of(&v);
-                v
+                return v;
             }
-            None => Vec::with_capacity(st.hint),
+            st.hint
+        };
+        self.fresh(hint)
+    }
+
+    /// Sizes the buffers made from now on for witnesses of `capacity` scalars, allocating
+    /// nothing yet.
+    pub fn expect(&self, capacity: usize) {
+        let mut st = self.state();
+        st.hint = st.hint.max(capacity);
+    }
+
+    /// A new buffer of `capacity` scalars. One worth pinning has its pages faulted in first, by
+    /// the threads of the current rayon pool (the synthesis threads, which would fault them in
+    /// while writing the witness anyway), so that the registration, which holds the driver
+    /// while it runs, only locks pages already there instead of faulting 4 GB in one by one.
+    fn fresh(&self, capacity: usize) -> Vec<Scalar> {
+        let mut v = Vec::with_capacity(capacity);
+        if self.pinner.is_none() || bytes_of(&v) < MIN_POOLED_BYTES {
+            return v;
+        }
+        fault_in(&mut v);
+        self.pin(&v);
+        v
+    }
+
+    /// Pins `v`'s buffer unless it is pinned already.
+    fn pin(&self, v: &Vec<Scalar>) {
+        let addr = v.as_ptr() as usize;
+        let Some(pinner) = &self.pinner else { return };
+        if self.state().pinned.contains_key(&addr) {
+            return;
+        }
+        if pinner.pin(addr, bytes_of(v)) {
+            self.state().pinned.insert(addr, bytes_of(v));
         }
     }
 
@@ -78,17 +114,9 @@ impl ScalarPool {
             return self.free(v);
         }
         v.clear();
-        let addr = v.as_ptr() as usize;
-        let needs_pin = self.pinner.is_some() && !self.state().pinned.contains_key(&addr);
-        let pinned_now = needs_pin
-            && self
-                .pinner
-                .as_ref()
-                .is_some_and(|p| p.pin(addr, bytes_of(&v)));
+        // A buffer that grew outside the pool (`reserve`) is pinned on its first return.
+        self.pin(&v);
         let mut st = self.state();
-        if pinned_now {
-            st.pinned.insert(addr, bytes_of(&v));
-        }
         st.hint = st.hint.max(v.capacity());
         st.idle_bytes += bytes_of(&v);
         st.idle.push(v);
@@ -107,8 +135,8 @@ impl ScalarPool {
     }
 
     /// Makes sure `count` idle buffers of at least `capacity` scalars exist (within the idle
-    /// cap), allocating and pinning the missing ones now: pinning while kernels run stalls
-    /// them (the driver serializes behind page-locking), so it belongs before proving starts.
+    /// cap), allocating and pinning the missing ones now, before any partition is proved (the
+    /// driver holds kernel launches back while it page-locks).
     pub fn prewarm(&self, count: usize, capacity: usize) {
         let bytes = capacity * std::mem::size_of::<Scalar>();
         if bytes < MIN_POOLED_BYTES {
@@ -124,7 +152,7 @@ impl ScalarPool {
             )
         };
         for _ in 0..count.saturating_sub(have).min(room) {
-            self.give(Vec::with_capacity(capacity));
+            self.give(self.fresh(capacity));
         }
     }
 
@@ -201,6 +229,36 @@ impl Drop for ScalarPool {
     fn drop(&mut self) {
         self.shrink();
     }
+}
+
+/// Writes one byte of every page of `v`'s spare capacity, in parallel, so that the kernel maps
+/// the pages now. The range is offered for transparent huge pages first: a 4 GB witness
+/// buffer is then 2,000 mappings to fault in and lock instead of a million.
+fn fault_in(v: &mut Vec<Scalar>) {
+    const PAGE: usize = 4096;
+    let spare = v.spare_capacity_mut();
+    let bytes = std::mem::size_of_val(spare);
+    let start = spare.as_mut_ptr() as *mut std::mem::MaybeUninit<u8>;
+    #[cfg(target_os = "linux")]
+    {
+        // madvise wants a page-aligned start; the buffer's first partial page stays small.
+        let first = (start as usize).next_multiple_of(PAGE);
+        let end = start as usize + bytes;
+        if end > first {
+            // SAFETY: advice only, on whole pages inside memory this vector owns; a kernel
+            // without transparent huge pages refuses it, which changes nothing.
+            unsafe { libc::madvise(first as *mut libc::c_void, end - first, libc::MADV_HUGEPAGE) };
+        }
+    }
+    // SAFETY: the spare capacity is `bytes` bytes of memory this vector owns; viewing it as
+    // MaybeUninit bytes and writing them is sound (nothing reads them as scalars: the vector
+    // stays empty).
+    let raw = unsafe { std::slice::from_raw_parts_mut(start, bytes) };
+    raw.par_chunks_mut(2 << 20).for_each(|chunk| {
+        for page in chunk.chunks_mut(PAGE) {
+            page[0].write(0);
+        }
+    });
 }
 
 thread_local! {
@@ -287,6 +345,34 @@ mod tests {
         assert_eq!(pinner.pinned.load(Ordering::SeqCst), 1);
         drop(pool);
         assert_eq!(pinner.unpinned.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn a_fresh_buffer_is_pinned_before_it_is_handed_out() {
+        let pinner = Arc::new(CountingPinner::default());
+        let pool = ScalarPool::new(Some(pinner.clone()), usize::MAX);
+        assert_eq!(
+            pool.take().capacity(),
+            0,
+            "no size known yet: nothing to pin"
+        );
+        pool.expect(BIG);
+        let v = pool.take();
+        assert!(v.capacity() >= BIG && v.is_empty());
+        assert!(
+            pool.is_pinned(&v),
+            "pinned when taken, before the witness is written"
+        );
+        pool.give(v);
+        let again = pool.take();
+        assert!(pool.is_pinned(&again));
+        assert_eq!(pinner.pinned.load(Ordering::SeqCst), 1, "pinned once");
+        drop(again);
+        // Without a pinner nothing is faulted in or pinned.
+        let plain = ScalarPool::new(None, usize::MAX);
+        plain.expect(BIG);
+        let v = plain.take();
+        assert!(v.capacity() >= BIG && !plain.is_pinned(&v));
     }
 
     #[test]
