@@ -7,9 +7,9 @@
 # disk one kind's files live at a time (KEEP=1 keeps them). A 32 GiB WindowPoSt key (~73 GB:
 # A, B_G1 and L of ~125 M points each, H of 2^27, B_G2 dense at 192 bytes a point) does not fit
 # that disk at all: PARAMS_IN_RAM=GIB stages the parameter directory in a tmpfs of that many
-# GiB (host memory) and moves each recorded matrix file to the disk, leaving a link. A test
-# path for a box without the disk a real deployment has: the daemon's "auto" memory budget
-# starts from MemAvailable, which the tmpfs's pages are not part of.
+# GiB (host memory) at $WORK/params-ram and moves each recorded matrix file to the disk,
+# leaving a link. A test path for a box without the disk a real deployment has: the daemon's
+# "auto" memory budget starts from MemAvailable, which the tmpfs's pages are not part of.
 # On the CPU (BIN=target/release BACKEND=cpu KINDS=winning-post) this runs on any machine;
 # the larger kinds need the GPU path's generation and memory. Output as in gpu-common.sh.
 source "$(dirname "$0")/gpu-common.sh"
@@ -18,12 +18,15 @@ backend="${BACKEND:-cuda}"
 size="${SIZE:-32GiB}"
 fx="$work/fx-post-$size"
 params="$FIL_PROOFS_PARAMETER_CACHE"
-mkdir -p "$params"
 if [ -n "${PARAMS_IN_RAM:-}" ]; then
+  # Beside, not over, the disk's parameter directory: scripts/deadline-32g.sh links this set
+  # into it next to the PoRep key.
+  params="$work/params-ram"
+  mkdir -p "$params" "$work/matrices"
   mountpoint -q "$params" || mount -t tmpfs -o "size=${PARAMS_IN_RAM}g" tmpfs "$params" \
     || { echo "no tmpfs for the parameters" | tee -a "$out/summary.txt"; rc=1; finish; }
-  mkdir -p "$work/matrices"
 fi
+mkdir -p "$params"
 # With the parameters in RAM: each recorded matrix file (~10 GB for WindowPoSt) goes to the
 # disk as soon as it is written, before the key is, leaving a link the daemon reads through.
 spill_matrices() {

@@ -21,7 +21,8 @@ use crate::vram::{VramBudget, VramReservation};
 /// How long a request may wait for room.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Wait {
-    /// Not at all: staging ahead of time takes only free room.
+    /// Not at all, and evicting nothing: staging ahead of time takes only free room (an idle
+    /// key it pushed out would only come back, pushing the staged one out in turn).
     No,
     For(Duration),
 }
@@ -177,7 +178,8 @@ impl<I: Clone + PartialEq + std::fmt::Debug, T> ResidentSet<I, T> {
                     }));
                 }
             } else if !outranked(&st) {
-                if let Some(room) = self.make_room(&mut st, bytes, headroom) {
+                let evict = !matches!(wait, Wait::No);
+                if let Some(room) = self.make_room(&mut st, bytes, headroom, evict) {
                     if st.wanted.as_ref().is_some_and(|(w, _)| *w == id) {
                         st.wanted = None;
                     }
@@ -245,18 +247,23 @@ impl<I: Clone + PartialEq + std::fmt::Debug, T> ResidentSet<I, T> {
     }
 
     /// Reserves `bytes` with `headroom` free beside them, evicting idle items (least recently
-    /// used first) as needed; None when the room is held by items in use or by partitions.
+    /// used first) as needed if `evict`; None when the room is held by items in use or by
+    /// partitions.
     fn make_room(
         &self,
         st: &mut State<I, T>,
         bytes: u64,
         headroom: u64,
+        evict: bool,
     ) -> Option<VramReservation> {
         loop {
             if self.budget.used() + bytes + headroom <= self.budget.total() {
                 if let Some(r) = self.budget.try_reserve(bytes) {
                     return Some(r);
                 }
+            }
+            if !evict {
+                return None;
             }
             let idle = st
                 .items

@@ -233,7 +233,7 @@ impl Gpu {
     /// working memory. A key that fits the budget with its headroom is resident, waiting (up
     /// to `wait`) for room: idle items are evicted, and less urgent ones in use drain for it
     /// (resident.rs). One that never fits is streamed from host memory in `auto` and `host`
-    /// (a key left in its file cannot be). None: no room now, with `Wait::No`.
+    /// (a key left in its file cannot be). None: no free room now, with `Wait::No`.
     #[allow(clippy::too_many_arguments)]
     pub fn on_device(
         &self,

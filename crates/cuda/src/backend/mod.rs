@@ -149,7 +149,7 @@ impl ProverBackend for CudaBackend {
                 .map(|g| {
                     scope.spawn(move || -> Result<(), CudaError> {
                         let partition = partition::footprint(&key.lengths(), &g.main.msm);
-                        // Free room only, at the lowest priority: staging evicts idle items but
+                        // Free room only, at the lowest priority: staging evicts nothing and
                         // never waits for, or drains, keys in use.
                         let staged = g.on_device(key, inputs, Some(m), partition, 0, Wait::No)?;
                         if staged.is_none() {

@@ -64,6 +64,17 @@ fn an_item_too_large_never_waits_and_a_failed_load_leaves_no_trace() {
 fn staging_takes_only_free_room() {
     let s = set(100);
     let loads = AtomicUsize::new(0);
+    drop(take(&s, "idle", 50, 1, LONG, &loads));
+    let staged = s
+        .acquire("b", 60, 0, 0, Wait::No, || Ok::<_, ()>("b"))
+        .unwrap();
+    assert!(
+        matches!(staged, Acquired::Busy { .. }),
+        "staging evicted an idle key"
+    );
+    assert!(resident(&s, "idle"));
+    drop(take(&s, "a", 60, 1, LONG, &loads)); // a partition's request does evict it
+    assert!(!resident(&s, "idle"));
     let a = take(&s, "a", 60, 1, LONG, &loads);
     let staged = s
         .acquire("b", 60, 0, 0, Wait::No, || Ok::<_, ()>("b"))
@@ -73,11 +84,16 @@ fn staging_takes_only_free_room() {
         _ => panic!("b was staged over an item in use"),
     }
     drop(a);
-    assert!(matches!(
+    let stage_b = || {
         s.acquire("b", 60, 0, 0, Wait::No, || Ok::<_, ()>("b"))
-            .unwrap(),
-        Acquired::Held(_)
-    ));
+            .unwrap()
+    };
+    assert!(
+        matches!(stage_b(), Acquired::Busy { .. }),
+        "a, idle now, is not evicted either"
+    );
+    s.clear_idle();
+    assert!(matches!(stage_b(), Acquired::Held(_)), "free room is taken");
 }
 
 #[test]
