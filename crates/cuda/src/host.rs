@@ -21,6 +21,9 @@ pub struct MsmOptions {
     pub min_chunk: u32,
     /// How bucket points are added up.
     pub accumulate: Accumulate,
+    /// Batch-affine accumulation (G1) with its registers capped at 128, 4 blocks an SM
+    /// instead of 3 (a few bytes spill to L1); off until measured faster (issue 20).
+    pub affine_dense: bool,
     /// Print each MSM's per-phase device times to stderr (tuning; it adds a sync per phase).
     pub profile: bool,
 }
@@ -43,6 +46,7 @@ impl Default for MsmOptions {
             windows_per_batch: None,
             min_chunk: 0,
             accumulate: Accumulate::Auto,
+            affine_dense: false,
             profile: false,
         }
     }

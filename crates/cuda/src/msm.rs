@@ -182,14 +182,20 @@ impl CudaDevice {
                 Accumulate::Affine => true,
             };
             let forced = opts.accumulate == Accumulate::Affine;
+            let affine_kernel = match (&ker.accumulate_affine_dense, opts.affine_dense) {
+                (Some(dense), true) => dense,
+                _ => &ker.accumulate_affine,
+            };
             let resident = if affine {
                 use cudarc::driver::sys::CUdevice_attribute as A;
                 let sms = self
                     .ctx
                     .attribute(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
-                let per_sm = ker
-                    .accumulate_affine
-                    .occupancy_max_active_blocks_per_multiprocessor(AFFINE_BLOCK as u32, 0, None)?;
+                let per_sm = affine_kernel.occupancy_max_active_blocks_per_multiprocessor(
+                    AFFINE_BLOCK as u32,
+                    0,
+                    None,
+                )?;
                 sms.max(1) as u64 * per_sm.max(1) as u64 * AFFINE_BLOCK
             } else {
                 0
@@ -206,8 +212,9 @@ impl CudaDevice {
                 None
             };
             prof.note(format!(
-                "c={c} signed={} windows={nwin} per_batch={wb} affine={affine}",
-                opts.signed
+                "c={c} signed={} windows={nwin} per_batch={wb} affine={affine} dense={}",
+                opts.signed,
+                affine && opts.affine_dense
             ));
             let mut sums = Vec::with_capacity(nwin as usize);
 
@@ -247,7 +254,7 @@ impl CudaDevice {
                     .filter(|_| forced || slots >= AFFINE_MIN_SLOTS);
                 if let Some(state) = state {
                     let slots = slots as u32;
-                    let mut b = st.launch_builder(&ker.accumulate_affine);
+                    let mut b = st.launch_builder(affine_kernel);
                     b.arg(bases)
                         .arg(&offs)
                         .arg(&idx)

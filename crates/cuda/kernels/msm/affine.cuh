@@ -160,3 +160,14 @@ msm_accumulate_affine_##G(const zkf::affine<F>* bases, const uint32_t* offs,    
                           const uint32_t* idx, uint32_t nb, uint32_t K, uint32_t M,             \
                           uint4* scratch, zkf::xyzz<F>* sums, zkf::xyzz<F>* heads)              \
 {   zkf::accumulate_affine<F>(bases, offs, idx, nb, K, M, scratch, sums, heads);   }
+
+// The same kernel with its registers capped at 128, so that 4 blocks of 128 threads share an SM
+// instead of 3: the G1 kernel is latency-bound at 3 (ncu at 2^27: 57% SM, 36% memory, 17%
+// occupancy; ptxas: 138 registers uncapped, 128 and 128 bytes spilled to L1 capped).
+// `MsmOptions::affine_dense` picks it.
+#define ZKF_MSM_AFFINE_DENSE_ENTRY_POINT(G, F)                                                  \
+extern "C" __global__ void __launch_bounds__(128, 4)                                            \
+msm_accumulate_affine_dense_##G(const zkf::affine<F>* bases, const uint32_t* offs,              \
+                                const uint32_t* idx, uint32_t nb, uint32_t K, uint32_t M,       \
+                                uint4* scratch, zkf::xyzz<F>* sums, zkf::xyzz<F>* heads)        \
+{   zkf::accumulate_affine<F>(bases, offs, idx, nb, K, M, scratch, sums, heads);   }
