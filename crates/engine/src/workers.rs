@@ -102,8 +102,12 @@ fn synthesize_unit(s: &Pipeline, worker: WorkerId, unit: SynthUnit) {
             .partition(k)
             .worker(worker),
     );
-    // Witness buffers come from the backend's pool (page-locked for a GPU), reused.
+    // Witness buffers come from the backend's pool (page-locked for a GPU), reused; a new one
+    // is made at the size this key's partitions need, so it never grows (and is pinned once).
     let buffers = s.backend.scalar_pool();
+    if let Some(pool) = &buffers {
+        pool.expect(key.plan.pooled_buffers().1);
+    }
     let result = catch_unwind(AssertUnwindSafe(|| {
         s.synth_pool
             .install(|| with_pool(buffers, || synthesize(circuits.as_ref(), k, &key)))
@@ -210,18 +214,17 @@ fn parameters(s: &Pipeline, job: &Job) -> Option<Arc<Resident>> {
 
 /// Readies a key that just loaded for its partitions: the backend stages it on its devices on
 /// a thread of its own (the partitions synthesize meanwhile, and the first prover finds it
-/// there or waits for the upload under way), and the witness buffer pool learns the
-/// partitions' size — or, with `pin_buffers_at_load`, pins their buffers now.
+/// there or waits for the upload under way); with `pin_buffers_at_load`, the witness buffers
+/// of every partition that can be in flight are pinned now, before any is proved.
 pub(crate) fn ready_for_partitions(s: &Pipeline, key: &Arc<Resident>) {
     stage_in_background(s, key.clone());
     let Some(pool) = s.backend.scalar_pool() else {
         return;
     };
-    let (per, capacity) = key.plan.pooled_buffers();
     if !s.config.pin_buffers_at_load {
-        pool.expect(capacity);
         return;
     }
+    let (per, capacity) = key.plan.pooled_buffers();
     let devices = s.device_locks.len();
     let in_flight = s.config.synthesis_workers
         + s.config.prove_queue_depth
