@@ -21,8 +21,7 @@ pub struct MsmOptions {
     pub min_chunk: u32,
     /// How bucket points are added up.
     pub accumulate: Accumulate,
-    /// Batch-affine accumulation (G1) with its registers capped at 128, 4 blocks an SM
-    /// instead of 3 (a few bytes spill to L1); off until measured faster (issue 20).
+    /// Batch-affine (G1) capped at 128 registers: 4 blocks an SM, not 3 (docs/gpu.md step 5).
     pub affine_dense: bool,
     /// Print each MSM's per-phase device times to stderr (tuning; it adds a sync per phase).
     pub profile: bool,

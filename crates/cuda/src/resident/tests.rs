@@ -28,6 +28,24 @@ fn take(
     }
 }
 
+/// A set of 100 bytes whose item "a" (60 bytes) a partition of `priority` holds.
+fn a_in_use(priority: u8) -> (Arc<Set>, Arc<AtomicUsize>, Held<&'static str, &'static str>) {
+    let s = set(100);
+    let loads = Arc::new(AtomicUsize::new(0));
+    let a = take(&s, "a", 60, priority, LONG, &loads);
+    (s, loads, a)
+}
+
+/// Runs `f` with clones of the set and the load counter on a thread of its own.
+fn on_thread<R: Send + 'static>(
+    s: &Arc<Set>,
+    loads: &Arc<AtomicUsize>,
+    f: impl FnOnce(Arc<Set>, Arc<AtomicUsize>) -> R + Send + 'static,
+) -> thread::JoinHandle<R> {
+    let (s, loads) = (s.clone(), loads.clone());
+    thread::spawn(move || f(s, loads))
+}
+
 fn resident(s: &Set, id: &str) -> bool {
     s.any(|i, _| *i == id)
 }
@@ -98,17 +116,12 @@ fn staging_takes_only_free_room() {
 
 #[test]
 fn a_request_waits_for_an_item_in_use_to_fall_idle_then_evicts_it() {
-    let s = set(100);
-    let loads = Arc::new(AtomicUsize::new(0));
-    let a = take(&s, "a", 60, 2, LONG, &loads);
-    let waiter = {
-        let (s, loads) = (s.clone(), loads.clone());
-        thread::spawn(move || {
-            let t = Instant::now();
-            let b = take(&s, "b", 60, 2, LONG, &loads);
-            (t.elapsed(), *b)
-        })
-    };
+    let (s, loads, a) = a_in_use(2);
+    let waiter = on_thread(&s, &loads, |s, loads| {
+        let t = Instant::now();
+        let b = take(&s, "b", 60, 2, LONG, &loads);
+        (t.elapsed(), *b)
+    });
     thread::sleep(Duration::from_millis(100));
     assert!(!resident(&s, "b"), "b waited while a was in use");
     drop(a);
@@ -156,13 +169,10 @@ fn an_urgent_request_drains_a_less_urgent_item_and_it_returns_after() {
 
 #[test]
 fn a_less_urgent_request_takes_no_room_while_a_more_urgent_one_waits() {
-    let s = set(100);
-    let loads = Arc::new(AtomicUsize::new(0));
-    let a = take(&s, "a", 60, 1, LONG, &loads);
-    let urgent = {
-        let (s, loads) = (s.clone(), loads.clone());
-        thread::spawn(move || drop(take(&s, "b", 70, 4, LONG, &loads)))
-    };
+    let (s, loads, a) = a_in_use(1);
+    let urgent = on_thread(&s, &loads, |s, loads| {
+        drop(take(&s, "b", 70, 4, LONG, &loads))
+    });
     thread::sleep(Duration::from_millis(50));
     // 30 bytes are free, but taking them would keep b waiting longer.
     let c = s
@@ -182,9 +192,7 @@ fn a_less_urgent_request_takes_no_room_while_a_more_urgent_one_waits() {
 
 #[test]
 fn a_wait_that_runs_out_says_who_holds_the_room() {
-    let s = set(100);
-    let loads = AtomicUsize::new(0);
-    let _a = take(&s, "a", 60, 1, LONG, &loads);
+    let (s, _, _a) = a_in_use(1);
     let t = Instant::now();
     let got = s
         .acquire("b", 60, 0, 1, Wait::For(Duration::from_millis(60)), || {
