@@ -28,6 +28,14 @@ fn median(mut v: Vec<f32>) -> f32 {
     v[v.len() / 2]
 }
 
+/// `o` with batch-affine accumulation at 4 blocks an SM (registers capped).
+fn dense(o: MsmOptions) -> MsmOptions {
+    MsmOptions {
+        affine_dense: true,
+        ..o
+    }
+}
+
 /// `o`, printing each MSM's phase times to stderr.
 fn profiled(o: MsmOptions) -> MsmOptions {
     MsmOptions { profile: true, ..o }
@@ -192,34 +200,19 @@ fn check(dev: &CudaDevice, seed: u64, out_dir: &str) {
                 check_msm_g1_with(dev, n, kinds, seed ^ 0x7a ^ n as u64, &o, &mut res);
             }
         }
-        // Batch-affine with its registers capped (4 blocks an SM): the same sums.
-        let dense = MsmOptions {
-            affine_dense: true,
-            ..acc(affine, None)
-        };
+        // Batch-affine with its registers capped (4 blocks an SM): the same sums. Forced at
+        // 2^25 too ("big"): there a thread gets 26 chunks, under the default's 32.
         for (n, kinds) in [(4097, &all[..]), ((1 << 20) - 3, &["random", "sparse"][..])] {
-            check_msm_g1_with(dev, n, kinds, seed ^ 0x7c ^ n as u64, &dense, &mut res);
+            let o = dense(acc(affine, None));
+            check_msm_g1_with(dev, n, kinds, seed ^ 0x7c ^ n as u64, &o, &mut res);
         }
     }
     if want("big") {
         // Large enough that the default takes batch-affine with ≥ 32 chunks a thread (the H
         // MSM's regime; the smaller checks above force it with few).
         check_msm_g1(dev, 1 << 25, &["random"], seed ^ 0x2000000, &mut res);
-        // Forced: with 4 blocks an SM a 2^25 batch gives each thread 26 chunks, under the 32
-        // at which the default takes batch-affine.
-        let dense = MsmOptions {
-            accumulate: Accumulate::Affine,
-            affine_dense: true,
-            ..MsmOptions::default()
-        };
-        check_msm_g1_with(
-            dev,
-            1 << 25,
-            &["random"],
-            seed ^ 0x2000001,
-            &dense,
-            &mut res,
-        );
+        let o = dense(acc(Accumulate::Affine, None));
+        check_msm_g1_with(dev, 1 << 25, &["random"], seed ^ 0x2000001, &o, &mut res);
     }
     if want("g2") {
         for n in [1usize, 2, 3] {
@@ -569,11 +562,7 @@ fn bench_porep(
         ..MsmOptions::default()
     };
     let (xyzz, affine) = (Accumulate::Xyzz, Accumulate::Affine);
-    let dense = MsmOptions {
-        affine_dense: true,
-        ..MsmOptions::default()
-    };
-    for o in [cut(xyzz), cut(affine), dense] {
+    for o in [cut(xyzz), cut(affine), dense(MsmOptions::default())] {
         dev.msm_g1_resident_with(&g1, &h, &profiled(o)).unwrap();
         let v = time_ms(dev, 3, |d| d.msm_g1_resident_with(&g1, &h, &o).unwrap());
         emit(
@@ -624,7 +613,7 @@ fn bench_porep(
             String::new(),
         );
     }
-    for o in [MsmOptions::default(), dense] {
+    for o in [MsmOptions::default(), dense(MsmOptions::default())] {
         let v = time_ms(dev, 3, |d| five(d, &o));
         let name = format!("PoRep MSM phase (5 MSMs), {}", opts_label(&o));
         emit(rows, name, v, String::new());
