@@ -237,8 +237,12 @@ impl RankedWaiter {
         let rank = self.rank;
         let held_back = |s: &State| outranked(s, rank);
         let stop = |s: &State| (yields && held_back(s)) || give_up();
+        // A yielding waiter asks whether to give its unit back before it takes freed memory:
+        // memory freed just after a more urgent unit was queued (before this waiter's next
+        // poll) goes to that unit, not to this one.
+        let not_now = |s: &State| held_back(s) || (yields && give_up());
         let s = self.budget.lock();
-        self.budget.wait_for(s, bytes, poll, stop, held_back).1
+        self.budget.wait_for(s, bytes, poll, stop, not_now).1
     }
 }
 
