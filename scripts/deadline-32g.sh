@@ -29,12 +29,7 @@ run params-winning 120 "$zk" params generate --proof winning-post --sector-size 
   --backend cuda --seed 32 --out "$params" --force
 ls -lL "$params" >> "$out/disk.txt" 2>&1
 
-cat > "$work/deadline.toml" <<TOML
-[daemon]
-listen = "127.0.0.1:9820"
-http_listen = "127.0.0.1:9821"
-params = "$params"
-backend = "cuda"
+{ daemon_table "$params"; cat <<TOML; } > "$work/deadline.toml"
 [engine]
 synthesis_workers = ${SYNTH_WORKERS:-2}
 prove_queue_depth = 1

@@ -46,12 +46,7 @@ fi
 
 if [[ $what == *prove* ]]; then
   proofs="${PROOFS:-3}" inflight="${INFLIGHT:-2}"
-  cat > "$work/daemon.toml" <<TOML
-[daemon]
-listen = "127.0.0.1:9820"
-http_listen = "127.0.0.1:9821"
-params = "$params"
-backend = "cuda"
+  { daemon_table "$params"; cat <<TOML; } > "$work/daemon.toml"
 [engine]
 synthesis_workers = ${SYNTH_WORKERS:-4}
 prover_workers_per_device = 2

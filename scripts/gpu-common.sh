@@ -40,6 +40,14 @@ http_status() {
   cat <&3; exec 3<&-
 }
 
+# daemon_table PARAMS [BACKEND]: the [daemon] table of the scripts' daemons: loopback gRPC on
+# 9820, HTTP status on 9821 (what daemon_up and http_status use), parameters from PARAMS,
+# BACKEND (default cuda). The scripts append their own [engine] and [gpu] tables.
+daemon_table() {
+  printf '[daemon]\nlisten = "127.0.0.1:9820"\nhttp_listen = "127.0.0.1:9821"\n'
+  printf 'params = "%s"\nbackend = "%s"\n' "$1" "${2:-cuda}"
+}
+
 # daemon_up LOG ARGS...: `zkforge daemon ARGS` in the background, logging to LOG, its pid in
 # $daemon; returns once its HTTP status (127.0.0.1:9821) answers, non-zero after 60 s without.
 daemon_up() {

@@ -54,12 +54,7 @@ for kind in $kinds; do
   df -h "$work" "$params" >> "$out/disk.txt" 2>&1
   free -g >> "$out/memory.txt" 2>&1
 
-  cat > "$work/daemon-$kind.toml" <<TOML
-[daemon]
-listen = "127.0.0.1:9820"
-http_listen = "127.0.0.1:9821"
-params = "$params"
-backend = "$backend"
+  { daemon_table "$params" "$backend"; cat <<TOML; } > "$work/daemon-$kind.toml"
 [engine]
 synthesis_workers = ${SYNTH_WORKERS:-2}
 TOML

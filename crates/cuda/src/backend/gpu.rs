@@ -367,17 +367,17 @@ impl Gpu {
             && bytes + self.headroom(partition_bytes) <= self.vram.total()
     }
 
+    /// The aux-side bases of a key in host memory, queued on the main stream (`load`
+    /// synchronizes once for them and the matrices).
     fn upload(&self, host: &AuxQueries) -> Result<DeviceQueries, CudaError> {
         let d = &self.main;
-        let q = DeviceQueries {
+        Ok(DeviceQueries {
             h: d.upload_g1(host.h)?,
             l: d.upload_g1(host.l)?,
             a_aux: d.upload_g1(host.a_aux)?,
             b_g1_aux: d.upload_g1(host.b_g1_aux)?,
             b_g2_aux: d.upload_g2(host.b_g2_aux)?,
-        };
-        d.synchronize()?;
-        Ok(q)
+        })
     }
 
     /// Whether `key`'s bases are resident in this GPU's memory (at any input split).
