@@ -17,13 +17,16 @@ params="$FIL_PROOFS_PARAMETER_CACHE"
 ram="$work/params-ram"
 fx="$work/fx32"
 fxp="$work/fx-post-32GiB"
+# Its own directory: `fixtures` writes the manifest of the kinds it makes, and the WindowPoSt
+# inputs in $fxp must stay listed in theirs.
+fxw="$work/fx-winning-32GiB"
 free -g > "$out/memory.txt" 2>&1
 
 # One directory for the daemon: the WindowPoSt set's files linked in beside the PoRep key.
 for f in "$ram"/*; do
   [ -e "$f" ] && [ ! -e "$params/$(basename "$f")" ] && ln -s "$f" "$params/"
 done
-run fixtures-winning 120 "$zk" fixtures --sector-size 32GiB --out "$fxp" --seed 32 \
+run fixtures-winning 120 "$zk" fixtures --sector-size 32GiB --out "$fxw" --seed 32 \
   --kinds winning-post
 run params-winning 120 "$zk" params generate --proof winning-post --sector-size 32GiB \
   --backend cuda --seed 32 --out "$params" --force
@@ -46,7 +49,7 @@ sleep "${DELAY:-40}"
 run window 400 "$zk" bench batch --addr 127.0.0.1:9820 --type window-post --fixtures "$fxp" \
   --params "$params" -c 1 -j 1 --verify --json "$out/window.json"
 tail -n 8 "$out/window.log" | tee -a "$out/summary.txt"
-run winning 300 "$zk" bench batch --addr 127.0.0.1:9820 --type winning-post --fixtures "$fxp" \
+run winning 300 "$zk" bench batch --addr 127.0.0.1:9820 --type winning-post --fixtures "$fxw" \
   --params "$params" -c "${TRIES:-5}" -j 1 --verify --json "$out/winning.json"
 tail -n 10 "$out/winning.log" | tee -a "$out/summary.txt"
 wait "$porep" || { echo "   porep batch FAILED" | tee -a "$out/summary.txt"; rc=1; }

@@ -125,6 +125,11 @@ pub struct EngineConfig {
     pub prover_threads: usize,
     /// Synthesized partitions that may wait for a prover worker.
     pub prove_queue_depth: usize,
+    /// One more synthesis worker, and one more prover per device, that take only High and
+    /// Critical partitions (WindowPoSt and WinningPoSt by default): an urgent proof starts at
+    /// once instead of waiting for a PoRep partition to finish its synthesis or its proving.
+    /// They idle otherwise; the device's lock goes to the most urgent partition waiting.
+    pub urgent_lanes: bool,
     /// With a GPU backend: when a key loads, pin a witness buffer for every partition that can
     /// be in flight before any is proved (page-locking holds the driver, and so the kernels,
     /// back while it runs). Off: each buffer is pinned when synthesis first takes it, its
@@ -161,6 +166,7 @@ impl Default for EngineConfig {
             prover_workers_per_device: 2,
             prover_threads: 0,
             prove_queue_depth: 2,
+            urgent_lanes: true,
             pin_buffers_at_load: false,
             memory_budget: "auto".into(),
             memory_margin: "2GiB".into(),

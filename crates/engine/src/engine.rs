@@ -1,12 +1,12 @@
 //! The engine's public face: submit, await, cancel, status, preload and evict.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use zkforge_circuits::{ParamsId, PartitionedCircuit};
-use zkforge_groth16::ProverBackend;
+use zkforge_groth16::{PriorityLock, ProverBackend};
 
 use crate::admission::{self, SubmitError};
 use crate::budget::{MemoryBudget, Reclaimable};
@@ -86,7 +86,7 @@ impl Engine {
         let devices = backend.devices().len().max(1);
         let srs = SrsStore::new(params, budget.clone(), backend.clone());
         let pipeline = Arc::new(Pipeline {
-            device_locks: (0..devices).map(|_| Mutex::new(())).collect(),
+            device_locks: (0..devices).map(|_| PriorityLock::new()).collect(),
             backend,
             srs,
             budget,
@@ -97,16 +97,21 @@ impl Engine {
             config,
         });
         let mut threads = Vec::new();
-        for w in 0..pipeline.config.synthesis_workers {
+        let config = &pipeline.config;
+        let lanes = |ordinary: usize, of: &dyn Fn(usize) -> WorkerId| {
+            let urgent = config.urgent_lanes.then(|| of(0).urgent());
+            (0..ordinary).map(of).chain(urgent).collect::<Vec<_>>()
+        };
+        for worker in lanes(config.synthesis_workers, &WorkerId::synthesis) {
             let p = pipeline.clone();
-            let worker = WorkerId::synthesis(w);
-            threads.push(spawn(worker, move || workers::synthesis_loop(&p, w))?);
+            threads.push(spawn(worker, move || workers::synthesis_loop(&p, worker))?);
         }
         for d in 0..devices {
-            for w in 0..pipeline.config.prover_workers_per_device {
+            for worker in lanes(config.prover_workers_per_device, &|w| {
+                WorkerId::prover(d, w)
+            }) {
                 let p = pipeline.clone();
-                let worker = WorkerId::prover(d, w);
-                threads.push(spawn(worker, move || workers::prover_loop(&p, d, w))?);
+                threads.push(spawn(worker, move || workers::prover_loop(&p, d, worker))?);
             }
         }
         Ok(Self {

@@ -1,9 +1,9 @@
 //! The pipeline the workers run: its queues and the units that flow through them, the
 //! memory budget, the parameter store, the backend and what it locks, and the telemetry.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use zkforge_groth16::{reaper, ProverBackend, Witness};
+use zkforge_groth16::{reaper, PriorityLock, ProverBackend, Witness};
 
 use crate::budget::{MemoryBudget, Reservation};
 use crate::config::EngineConfig;
@@ -43,7 +43,8 @@ pub(crate) struct Pipeline {
     pub synth_queue: UnitQueue<SynthUnit>,
     pub prove_queue: UnitQueue<ProveUnit>,
     /// One lock per device for backends that do not lock their kernel region themselves.
-    pub device_locks: Vec<Mutex<()>>,
+    /// The most urgent waiting partition goes next.
+    pub device_locks: Vec<PriorityLock>,
     pub synth_pool: rayon::ThreadPool,
     pub telemetry: Telemetry,
 }

@@ -96,19 +96,28 @@ impl<T> UnitQueue<T> {
         }
         q.heap.push(Entry { key, item });
         drop(q);
-        self.not_empty.notify_one();
+        // Every taker: an urgent lane woken by an ordinary unit would leave it to nobody.
+        self.not_empty.notify_all();
         Ok(())
     }
 
     /// Takes the first unit, waiting for one; `None` once the queue is closed (what it still
     /// holds is dropped by whoever closes it).
+    #[cfg(test)]
     pub fn pop(&self) -> Option<T> {
+        self.pop_at_least(Priority::Low)
+    }
+
+    /// Takes the first unit if its priority is at least `min`, waiting for one: the urgent
+    /// lanes' take. `None` once the queue is closed.
+    pub fn pop_at_least(&self, min: Priority) -> Option<T> {
         let mut q = self.lock();
         loop {
             if q.closed {
                 return None;
             }
-            if let Some(e) = q.heap.pop() {
+            if q.heap.peek().is_some_and(|top| top.key.priority >= min) {
+                let e = q.heap.pop().expect("peeked");
                 drop(q);
                 self.not_full.notify_one();
                 return Some(e.item);
@@ -178,6 +187,29 @@ mod tests {
         q.close();
         assert_eq!(q.pop(), None, "closing stops the takers at once");
         assert_eq!(q.push(UnitKey::new(Priority::Low, 3, 0), 3), Err(3));
+    }
+
+    #[test]
+    fn an_urgent_lane_takes_only_urgent_units_and_waits_for_one() {
+        let q = std::sync::Arc::new(UnitQueue::new(usize::MAX));
+        q.push(UnitKey::new(Priority::Normal, 1, 0), 1).unwrap();
+        let q2 = q.clone();
+        let lane = std::thread::spawn(move || q2.pop_at_least(Priority::High));
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        assert!(!lane.is_finished(), "the urgent lane took a Normal unit");
+        q.push(UnitKey::new(Priority::High, 2, 0), 2).unwrap();
+        assert_eq!(lane.join().unwrap(), Some(2));
+        // The Normal unit is still there for an ordinary worker.
+        assert_eq!(q.pop(), Some(1));
+        let q3 = q.clone();
+        let lane = std::thread::spawn(move || q3.pop_at_least(Priority::High));
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        q.close();
+        assert_eq!(
+            lane.join().unwrap(),
+            None,
+            "closing releases the urgent lane"
+        );
     }
 
     #[test]

@@ -94,11 +94,14 @@ pub enum Measure {
 }
 
 /// A worker of the pipeline: a synthesis worker (no device) or a prover worker of a device.
-/// Its name in logs and TIMELINE events is "synth-{index}" or "prover-{device}-{index}".
+/// Its name in logs and TIMELINE events is "synth-{index}" or "prover-{device}-{index}", and
+/// "synth-urgent" or "prover-{device}-urgent" for the lanes kept for urgent jobs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct WorkerId {
     pub device: Option<usize>,
     pub index: usize,
+    /// Takes only High and Critical partitions (`engine.urgent_lanes`).
+    pub urgent: bool,
 }
 
 impl WorkerId {
@@ -106,6 +109,7 @@ impl WorkerId {
         Self {
             device: None,
             index,
+            urgent: false,
         }
     }
 
@@ -113,15 +117,26 @@ impl WorkerId {
         Self {
             device: Some(device),
             index,
+            urgent: false,
+        }
+    }
+
+    /// The lane of `self`'s kind kept for urgent partitions.
+    pub fn urgent(self) -> Self {
+        Self {
+            urgent: true,
+            ..self
         }
     }
 }
 
 impl std::fmt::Display for WorkerId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.device {
-            None => write!(f, "synth-{}", self.index),
-            Some(d) => write!(f, "prover-{d}-{}", self.index),
+        match (self.device, self.urgent) {
+            (None, false) => write!(f, "synth-{}", self.index),
+            (None, true) => write!(f, "synth-urgent"),
+            (Some(d), false) => write!(f, "prover-{d}-{}", self.index),
+            (Some(d), true) => write!(f, "prover-{d}-urgent"),
         }
     }
 }

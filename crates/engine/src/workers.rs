@@ -11,7 +11,7 @@ use zkforge_groth16::{
     Scalar, Witness,
 };
 
-use crate::job::{ms, Job, JobOutcome};
+use crate::job::{ms, Job, JobOutcome, Priority};
 use crate::pipeline::{Pipeline, ProveUnit, SynthUnit};
 use crate::queue::UnitKey;
 use crate::srs_store::Resident;
@@ -21,9 +21,17 @@ use crate::timeline::{StageEvent, TimelineEvent};
 /// How often a worker waiting for memory checks whether its job was cancelled.
 const POLL: Duration = Duration::from_millis(20);
 
-pub(crate) fn synthesis_loop(s: &Pipeline, index: usize) {
-    let worker = WorkerId::synthesis(index);
-    while let Some(unit) = s.synth_queue.pop() {
+/// The lowest priority a worker takes: the urgent lanes only High and Critical partitions.
+fn lowest_taken(worker: WorkerId) -> Priority {
+    if worker.urgent {
+        Priority::High
+    } else {
+        Priority::Low
+    }
+}
+
+pub(crate) fn synthesis_loop(s: &Pipeline, worker: WorkerId) {
+    while let Some(unit) = s.synth_queue.pop_at_least(lowest_taken(worker)) {
         if !unit.job.stopped() {
             synthesize_unit(s, worker, unit);
         }
@@ -261,10 +269,9 @@ fn stage_in_background(s: &Pipeline, key: Arc<Resident>) {
     }
 }
 
-pub(crate) fn prover_loop(s: &Pipeline, device: usize, index: usize) {
-    let worker = WorkerId::prover(device, index);
+pub(crate) fn prover_loop(s: &Pipeline, device: usize, worker: WorkerId) {
     let mut rng = rand_chacha::ChaCha20Rng::from_entropy();
-    while let Some(unit) = s.prove_queue.pop() {
+    while let Some(unit) = s.prove_queue.pop_at_least(lowest_taken(worker)) {
         if !unit.job.stopped() {
             prove_unit(s, worker, device, unit, &mut rng);
         }
@@ -290,11 +297,8 @@ fn prove_unit(
     // Backends with a kernel lock run their preparation and copies concurrently; for the others
     // the whole call is the device-exclusive region.
     let waited = Instant::now();
-    let guard = (!s.backend.locks_devices()).then(|| {
-        s.device_locks[device]
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-    });
+    let guard =
+        (!s.backend.locks_devices()).then(|| s.device_locks[device].lock(job.priority as u8));
     let engine_wait = ms(waited.elapsed());
     s.telemetry.record(
         TimelineEvent::new(StageEvent::ProveStart, job.id)

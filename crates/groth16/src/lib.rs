@@ -55,8 +55,8 @@ pub use blstrs::{Bls12, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 pub use error::{Error, Result};
 pub use proof::Proof;
 pub use prover::{
-    CpuBackend, DeviceInfo, Dispatch, EvaluationSite, PartitionPlan, Phase, ProofRandomness,
-    ProveReport, ProverBackend, QuerySums,
+    CpuBackend, DeviceInfo, Dispatch, EvaluationSite, PartitionPlan, Phase, PriorityLock,
+    ProofRandomness, ProveReport, ProverBackend, QuerySums,
 };
 pub use r1cs::{ConstraintMatrices, MatrixRecorder};
 pub use srs::{KeyRef, LoadedKey, ParamsFile, ProvingKey, QueryLengths, ReadOptions, VerifyingKey};

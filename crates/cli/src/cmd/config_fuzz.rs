@@ -37,6 +37,7 @@ const KEYS: &[&str] = &[
     "prover_workers_per_device",
     "prover_threads",
     "prove_queue_depth",
+    "urgent_lanes",
     "pin_buffers_at_load",
     "memory_budget",
     "memory_margin",

@@ -8,7 +8,7 @@ use blstrs::{G1Affine, G2Affine};
 
 use zkforge_groth16::r1cs::ConstraintMatrices;
 use zkforge_groth16::srs::Query;
-use zkforge_groth16::{KeyRef, ProvingKey, QueryLengths};
+use zkforge_groth16::{KeyRef, PriorityLock, ProvingKey, QueryLengths};
 
 use crate::device::lock;
 use crate::host::g1_affine_as_u64;
@@ -148,8 +148,9 @@ pub(crate) struct Gpu {
     pub main: CudaDevice,
     /// Idle handles with streams of their own, one per concurrent worker.
     handles: Mutex<Vec<CudaDevice>>,
-    /// Held around the kernel region only: uploads and host work run outside it.
-    pub kernel_lock: Mutex<()>,
+    /// Held around the kernel region only: uploads and host work run outside it. The most
+    /// urgent waiting partition goes next (a WinningPoSt waits for one PoRep partition at most).
+    pub kernel_lock: PriorityLock,
     pub vram: Arc<VramBudget>,
     /// Keys and matrices in VRAM (resident.rs: LRU, urgent keys first).
     items: Arc<ResidentSet<ItemId, OnDevice>>,
@@ -200,7 +201,7 @@ impl Gpu {
             ordinal,
             main,
             handles: Mutex::new(Vec::new()),
-            kernel_lock: Mutex::new(()),
+            kernel_lock: PriorityLock::new(),
             items: ResidentSet::new(vram.clone()),
             vram,
             residency,
@@ -268,7 +269,7 @@ impl Gpu {
                 Acquired::NeverFits => {}
             }
         }
-        let too_large = || {
+        let too_large = |headroom| {
             format!(
                 "{} of bases and {} of matrices (with {} for partitions) do not fit GPU {}'s \
                  budget of {}",
@@ -285,28 +286,33 @@ impl Gpu {
                     "the key {} was left in its file for VRAM, but its {}; set \
                      params_residency = \"host\" to stream it from host memory",
                     f.path().display(),
-                    too_large()
+                    too_large(headroom)
                 )))
             }
             KeyRef::Memory(_) if self.residency == Residency::Vram => {
                 return Err(CudaError::Invalid(format!(
                     "params_residency = \"vram\" but the key's {}",
-                    too_large()
+                    too_large(headroom)
                 )))
             }
             KeyRef::Memory(_) => {}
         }
-        let got = self
-            .items
-            .acquire(id(true), matrix_bytes, headroom, priority, wait, || {
-                self.load(key, (n_in, b_in), matrices, false)
-            })?;
+        // Streamed, the key's chunks share the partitions' room: one partition beside the
+        // matrices is enough to make progress (a second one waits for it).
+        let got = self.items.acquire(
+            id(true),
+            matrix_bytes,
+            partition_bytes,
+            priority,
+            wait,
+            || self.load(key, (n_in, b_in), matrices, false),
+        )?;
         match got {
             Acquired::Held(h) => Ok(Some(h)),
             Acquired::Busy { holders } => self.busy(wait, &holders),
             Acquired::NeverFits => Err(CudaError::Invalid(format!(
                 "even with the key streamed from host memory, its {}",
-                too_large()
+                too_large(partition_bytes)
             ))),
         }
     }

@@ -14,7 +14,7 @@ use zkforge_groth16::{
 
 use super::gpu::{AuxQueries, Gpu, InputBases, OnDevice, KEY_ROOM_WAIT};
 use super::streamed::msm_streamed;
-use crate::device::{lock, CudaDevice, DeviceScalars};
+use crate::device::{CudaDevice, DeviceScalars};
 use crate::host::{g1_affine_as_u64, g2_affine_as_u64, MsmOptions};
 use crate::resident::Wait;
 use crate::{msm as gpu_msm, CFrom, CudaError, DeviceMatrices};
@@ -103,7 +103,7 @@ pub(crate) fn query_sums(
     reaper::drop_later(w);
 
     let waited = Instant::now();
-    let _kernels = lock(&gpu.kernel_lock);
+    let _kernels = gpu.kernel_lock.lock(priority);
     report.lock_wait_ms = since(waited);
     let locked = Instant::now();
     let sums = kernels(&dev, key, &on_device, up, inputs, domain, t0, report);

@@ -1,11 +1,17 @@
-//! Priorities: a CRITICAL job overtakes queued work, preempts partitions waiting for memory and
-//! loads its parameters ahead of them (asserted on the TIMELINE's order of events).
+//! Priorities: a CRITICAL job overtakes queued work, starts at once on the urgent lanes while
+//! every ordinary worker is busy, preempts partitions waiting for memory and loads its
+//! parameters ahead of them (asserted on the TIMELINE's order of events).
 
 use super::*;
 
 #[test]
 fn critical_job_overtakes_queued_normal_jobs() {
-    let (e, _) = engine(config(1), 0);
+    // The queue's order alone: no lane kept for urgent jobs.
+    let cfg = EngineConfig {
+        urgent_lanes: false,
+        ..config(1)
+    };
+    let (e, _) = engine(cfg, 0);
     let normal: Vec<u64> = (0..5).map(|_| submit(&e, job(1, 150), None)).collect();
     std::thread::sleep(Duration::from_millis(50));
     let mut winning = SyntheticJob::new(circuit(1), 1, ProofKind::WinningPost);
@@ -27,6 +33,84 @@ fn critical_job_overtakes_queued_normal_jobs() {
     assert_eq!(
         next.job, critical,
         "the next free synthesis slot goes to the CRITICAL job"
+    );
+}
+
+#[test]
+fn a_critical_job_starts_at_once_on_the_urgent_lanes_while_every_worker_is_busy() {
+    // Issue 21's WinningPoSt under PoRep load: every ordinary synthesis worker in the middle
+    // of a partition, both provers taken (one on the device, one waiting for it). Without the
+    // urgent lanes the WinningPoSt waited for a synthesis to end, then for a prover to free
+    // (a whole partition), then for the device (another).
+    let cfg = EngineConfig {
+        prover_workers_per_device: 2,
+        ..config(2)
+    };
+    let (e, pk) = engine(cfg, 150);
+    let sealing: Vec<u64> = (0..2).map(|_| submit(&e, job(6, 250), None)).collect();
+    // Both provers busy and both synthesis workers inside a partition.
+    let busy = || {
+        let s = e.status();
+        let working = |prover: bool| {
+            s.workers
+                .iter()
+                .filter(|w| w.worker.device.is_some() == prover && !w.worker.urgent)
+                .filter(|w| w.job.is_some())
+                .count()
+        };
+        working(true) == 2 && working(false) == 2
+    };
+    let t = std::time::Instant::now();
+    while !busy() {
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "the PoRep load never filled the workers"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let mut winning = SyntheticJob::new(circuit(1), 1, ProofKind::WinningPost);
+    winning.synthesis_delay = Duration::from_millis(10);
+    let urgent = submit(&e, winning, None);
+    let proof = completed(&e, urgent);
+    let p = zkforge_groth16::Proof::from_bytes(&proof).unwrap();
+    assert!(zkforge_groth16::verify::verify(&pk.vk, &p, &circuit(1).public_values()).unwrap());
+    for id in &sealing {
+        completed(&e, *id);
+    }
+
+    let of = |kind, job| {
+        events(&e, kind)
+            .into_iter()
+            .find(|ev| ev.job == job)
+            .unwrap()
+    };
+    let submitted = of(StageEvent::JobSubmit, urgent).t_ms;
+    let synth = of(StageEvent::SynthStart, urgent);
+    let queued = of(StageEvent::ProveQueue, urgent).t_ms;
+    let proved = of(StageEvent::ProveStart, urgent);
+    let between = |kind, from: f64, to: f64| {
+        events(&e, kind)
+            .iter()
+            .filter(|ev| ev.job != urgent && ev.t_ms > from && ev.t_ms < to)
+            .count()
+    };
+    assert_eq!(synth.worker.as_deref(), Some("synth-urgent"));
+    assert_eq!(
+        between(StageEvent::SynthEnd, submitted, synth.t_ms),
+        0,
+        "the WinningPoSt waited for a PoRep synthesis to end"
+    );
+    assert_eq!(proved.worker.as_deref(), Some("prover-0-urgent"));
+    // The partition on the device when it arrived finishes; the one waiting for the device
+    // before it does not go first.
+    assert!(
+        between(StageEvent::ProveEnd, queued, proved.t_ms) <= 1,
+        "the WinningPoSt waited for more than the partition on the device"
+    );
+    assert_eq!(
+        between(StageEvent::ProveStart, queued, proved.t_ms),
+        0,
+        "a PoRep partition took the device ahead of the WinningPoSt"
     );
 }
 
