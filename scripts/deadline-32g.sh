@@ -58,7 +58,7 @@ tail -n 12 "$out/porep.log" | tee -a "$out/summary.txt"
 http_status 9821 > "$out/status.json" 2>&1
 grep -oE '"(process_peak_rss_bytes|memory_budget_bytes|memory_peak_bytes|vram_reserved_bytes|residency)": ?("[^"]*"|[0-9]+)' \
   "$out/status.json" | tee -a "$out/summary.txt"
-grep -E "evicted from the device|resident in VRAM|staged" "$out/daemon.log" | cut -c1-220 \
+grep -E "evicted from the device|resident in VRAM|staged|read from its file" "$out/daemon.log" | cut -c1-400 \
   > "$out/residency.txt"
 kill -TERM "$daemon"; wait "$daemon"
 "$zk" timeline "$out/daemon.log" --svg "$out/timeline-deadline-32g.svg" > "$out/timeline.txt" 2>&1

@@ -57,6 +57,8 @@ params_residency = "vram"
 staging_pool = "64GiB"
 msm_affine_dense = ${AFFINE_DENSE:-false}
 TOML
+  # Whether the key can come from the page cache (the upload's pace depends on it).
+  grep -E "^(MemAvailable|Cached):" /proc/meminfo | tee -a "$out/summary.txt"
   daemon_up "$out/daemon.log" --config "$work/daemon.toml"
   run batch 540 "$zk" bench batch --addr 127.0.0.1:9820 --type porep --fixtures "$fx" \
     --params "$params" -c "$proofs" -j "$inflight" --verify --json "$out/batch.json"
@@ -65,6 +67,8 @@ TOML
   grep -oE '"(process_peak_rss_bytes|memory_budget_bytes|memory_peak_bytes|vram_budget_bytes|vram_reserved_bytes)": ?[0-9]+' \
     "$out/status.json" | tee -a "$out/summary.txt"
   kill -TERM "$daemon"; wait "$daemon"
+  grep -E "read from its file|staged on the devices" "$out/daemon.log" | sed 's/\x1b\[[0-9;]*m//g' \
+    | cut -c1-400 | tee -a "$out/summary.txt"
   "$zk" timeline "$out/daemon.log" --svg "$out/timeline-32g.svg" > "$out/timeline.txt" 2>&1
   tail -n 25 "$out/timeline.txt"
 fi

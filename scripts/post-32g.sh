@@ -66,6 +66,8 @@ TOML
   grep -oE '"(process_peak_rss_bytes|memory_peak_bytes|vram_reserved_bytes)": ?[0-9]+' \
     "$out/status-$kind.json" | tee -a "$out/summary.txt"
   kill -TERM "$daemon"; wait "$daemon"
+  grep -E "read from its file" "$out/daemon-$kind.log" | sed 's/\x1b\[[0-9;]*m//g' | cut -c1-400 \
+    | tee -a "$out/summary.txt"
   "$zk" timeline "$out/daemon-$kind.log" --svg "$out/timeline-$kind-$size.svg" \
     > "$out/timeline-$kind.txt" 2>&1
   tail -n 8 "$out/timeline-$kind.txt"

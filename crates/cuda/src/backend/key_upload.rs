@@ -4,6 +4,8 @@
 //! also sits decoded in host memory. The next chunk is read from disk while the device copies
 //! and decodes the last one.
 
+use std::time::{Duration, Instant};
+
 use cudarc::driver::{result, CudaSlice, DevicePtrMut, PushKernelArg};
 use zkforge_groth16::srs::Query;
 use zkforge_groth16::ParamsFile;
@@ -32,6 +34,10 @@ struct Staging {
     host: [PinnedBuffer; 2],
     dev: [CudaSlice<u32>; 2],
     done: [Option<cudarc::driver::CudaEvent>; 2],
+    /// Where the upload's time went: reading the file, and waiting for a slot's copy and
+    /// decode to finish (the device side being the slower one).
+    reading: Duration,
+    waiting: Duration,
 }
 
 impl CudaDevice {
@@ -46,6 +52,8 @@ impl CudaDevice {
             ],
             dev: [dev()?, dev()?],
             done: [None, None],
+            reading: Duration::ZERO,
+            waiting: Duration::ZERO,
         })
     }
 
@@ -74,12 +82,16 @@ impl CudaDevice {
             let n = per_chunk.min(len - at);
             let slot = k % 2;
             if let Some(e) = st.done[slot].take() {
+                let t = Instant::now();
                 e.synchronize()?;
+                st.waiting += t.elapsed();
             }
             // SAFETY: the slot's previous copy completed (event above).
             let host = unsafe { st.host[slot].slice_mut::<u8>(n * size) };
+            let t = Instant::now();
             file.read_encoded(q, first + at, host)
                 .map_err(|e| CudaError::Invalid(e.to_string()))?;
+            st.reading += t.elapsed();
             {
                 let (dst, _record) = st.dev[slot].device_ptr_mut(&self.stream);
                 // SAFETY: host holds n·size initialised bytes; dst has room for CHUNK_BYTES.
@@ -135,6 +147,35 @@ pub(crate) fn upload_from_file(
     let mut buf = unsafe { d.stream.alloc::<u64>(len.max(1) * 24) }?;
     d.upload_query(file, Query::BG2, (b_in, len), &mut buf, &mut st)?;
     d.synchronize()?;
+    // Which side sets the upload's pace, and the key's make-up by query.
+    let parts = [
+        ("h", Query::H, 0),
+        ("l", Query::L, 0),
+        ("a", Query::A, n_in),
+        ("b_g1", Query::BG1, b_in),
+        ("b_g2", Query::BG2, b_in),
+    ];
+    let bytes_of =
+        |q: Query, first: usize| file.section(q).len.saturating_sub(first) * q.point_bytes();
+    let by_query: Vec<String> = parts
+        .iter()
+        .map(|&(name, q, first)| format!("{name} {:.2}", bytes_of(q, first) as f64 / 1e9))
+        .collect();
+    let gb = parts
+        .iter()
+        .map(|&(_, q, first)| bytes_of(q, first))
+        .sum::<usize>() as f64
+        / 1e9;
+    let read_s = st.reading.as_secs_f64();
+    tracing::info!(
+        file = %file.path().display(),
+        gb = format!("{gb:.2}"),
+        by_query = by_query.join(", "),
+        read_s = format!("{read_s:.2}"),
+        read_gb_per_s = format!("{:.1}", gb / read_s.max(1e-9)),
+        device_wait_s = format!("{:.2}", st.waiting.as_secs_f64()),
+        "proving key read from its file and decoded on the device"
+    );
     Ok(DeviceQueries {
         h,
         l,
