@@ -11,7 +11,7 @@ use tonic::transport::{Channel, Endpoint};
 use tonic::Code;
 use zkforge_engine::{Engine, EngineConfig, ParamsDir};
 use zkforge_filecoin::{params, ProofKind};
-use zkforge_fixtures::{self as fixtures, read_base64_list, Manifest};
+use zkforge_fixtures::{self as fixtures, Manifest};
 use zkforge_groth16::CpuBackend;
 use zkforge_server::pb::{self, proving_engine_client::ProvingEngineClient};
 use zkforge_server::{Access, Listen, Running};
@@ -77,16 +77,15 @@ fn porep_request(dir: &std::path::Path, m: &Manifest, id: &str) -> pb::SubmitPro
     }
 }
 
-/// Prove of the fixture's C1: COMPLETED, and filecoin-proofs accepts the proof.
+/// Prove of `request`: COMPLETED, and filecoin-proofs (`verify`) accepts the proof.
 async fn prove_and_verify(
     c: &mut ProvingEngineClient<Channel>,
-    dir: &std::path::Path,
-    m: &Manifest,
-    request_id: &str,
+    request: pb::SubmitProofRequest,
+    verify: impl Fn(&[u8]) -> anyhow::Result<bool>,
 ) -> pb::AwaitProofResponse {
     let r = c
         .prove(pb::ProveRequest {
-            submit: Some(porep_request(dir, m, request_id)),
+            submit: Some(request),
         })
         .await
         .unwrap()
@@ -100,7 +99,7 @@ async fn prove_and_verify(
         r.error_message
     );
     assert!(
-        m.verify_porep(&r.proof).unwrap(),
+        verify(&r.proof).unwrap(),
         "filecoin-proofs accepts the daemon's proof"
     );
     r
@@ -161,7 +160,8 @@ async fn prove_over_tcp_and_the_rpcs_around_it() {
         Code::InvalidArgument
     );
 
-    let r = prove_and_verify(&mut c, fx.path(), &m, "sector-1").await;
+    let sector_1 = porep_request(fx.path(), &m, "sector-1");
+    let r = prove_and_verify(&mut c, sector_1, |p| m.verify_porep(p)).await;
     assert!(r.total_ms >= r.gpu_compute_ms);
 
     // Submit + Await, with a timeout first.
@@ -286,35 +286,8 @@ async fn prove_over_a_unix_socket() {
         .await
         .unwrap();
     let mut c = ProvingEngineClient::new(channel);
-    let post = m.winning_post().unwrap();
-    let request = pb::SubmitProofRequest {
-        request_id: "unix".into(),
-        proof_kind: pb::ProofKind::WinningPost as i32,
-        sector_size: 2048,
-        vanilla_proofs: read_base64_list(&std::fs::read(fx.path().join(&post.vanilla)).unwrap())
-            .unwrap(),
-        randomness: fixtures::unhex32(&post.randomness).unwrap().to_vec(),
-        ..Default::default()
-    };
-    let r = c
-        .prove(pb::ProveRequest {
-            submit: Some(request),
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .result
-        .unwrap();
-    assert_eq!(
-        r.status,
-        pb::ProofStatus::Completed as i32,
-        "{}",
-        r.error_message
-    );
-    assert!(
-        m.verify_winning_post(&r.proof).unwrap(),
-        "filecoin-proofs accepts the daemon's proof"
-    );
+    let request = common::winning_post_request(fx.path(), &m, "unix");
+    prove_and_verify(&mut c, request, |p| m.verify_winning_post(p)).await;
     daemon.stop().await.unwrap();
 }
 

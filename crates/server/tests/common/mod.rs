@@ -1,12 +1,14 @@
 //! What the daemon tests share.
 
 use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::Arc;
 
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tonic::transport::Channel;
 use zkforge_engine::{Engine, EngineConfig, ParamsSource};
+use zkforge_fixtures::{self as fixtures, read_base64_list, Manifest};
 use zkforge_groth16::CpuBackend;
 use zkforge_server::pb::{self, proving_engine_client::ProvingEngineClient};
 use zkforge_server::CheckedLimits;
@@ -57,4 +59,17 @@ pub async fn spawn_http(
         },
     ));
     (bound.await.unwrap(), stop, task)
+}
+
+/// A 2 KiB WinningPoSt request of the fixtures in `dir` (the cheapest real proof).
+pub fn winning_post_request(dir: &Path, m: &Manifest, id: &str) -> pb::SubmitProofRequest {
+    let p = m.winning_post().unwrap();
+    pb::SubmitProofRequest {
+        request_id: id.into(),
+        proof_kind: pb::ProofKind::WinningPost as i32,
+        sector_size: 2048,
+        vanilla_proofs: read_base64_list(&std::fs::read(dir.join(&p.vanilla)).unwrap()).unwrap(),
+        randomness: fixtures::unhex32(&p.randomness).unwrap().to_vec(),
+        ..Default::default()
+    }
 }

@@ -145,18 +145,6 @@ pub fn window_post_request(dir: &Path, m: &Manifest) -> pb::SubmitProofRequest {
     }
 }
 
-pub fn winning_post_request(dir: &Path, m: &Manifest, id: &str) -> pb::SubmitProofRequest {
-    let p = m.winning_post().unwrap();
-    pb::SubmitProofRequest {
-        request_id: id.into(),
-        proof_kind: pb::ProofKind::WinningPost as i32,
-        sector_size: 2048,
-        vanilla_proofs: read_base64_list(&std::fs::read(dir.join(&p.vanilla)).unwrap()).unwrap(),
-        randomness: fixtures::unhex32(&p.randomness).unwrap().to_vec(),
-        ..Default::default()
-    }
-}
-
 pub fn assert_refused(
     r: Result<tonic::Response<pb::SubmitProofResponse>, tonic::Status>,
     code: Code,

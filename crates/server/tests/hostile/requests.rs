@@ -8,7 +8,7 @@ use zkforge_filecoin::MAX_PARTITIONS_PER_DEADLINE;
 use zkforge_server::pb;
 use zkforge_server::Limits;
 
-use crate::common::await_proof;
+use crate::common::{await_proof, winning_post_request};
 use crate::harness::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
