@@ -8,16 +8,7 @@ use zkforge_cuda::{CudaDevice, NttDirection};
 use super::*;
 
 pub(crate) fn bench(dev: &CudaDevice, seed: u64, out_dir: &str, what: &str) {
-    let mut rows: Vec<(String, f32, String)> = Vec::new();
-    let mut f = std::fs::File::create(format!("{out_dir}/bench.md")).unwrap();
-    let mut emit =
-        |rows: &mut Vec<(String, f32, String)>, name: String, v: Vec<f32>, note: String| {
-            let m = median(v.clone());
-            println!("BENCH {name}: median {m:.2} ms  runs {v:?} {note}");
-            writeln!(f, "| {name} | {m:.2} | {note} |").unwrap();
-            f.flush().unwrap();
-            rows.push((name, m, note));
-        };
+    let mut rows = Table::create(&format!("{out_dir}/bench.md"));
     let want = |k: &str| {
         (what == "all" && !["sweep", "g1big", "porep", "hchain"].contains(&k))
             || what.split(',').any(|x| x == k)
@@ -30,107 +21,62 @@ pub(crate) fn bench(dev: &CudaDevice, seed: u64, out_dir: &str, what: &str) {
                 dv.ntt_resident(&mut d, NttDirection::Forward, false)
                     .unwrap()
             });
-            emit(
-                &mut rows,
-                format!("NTT fwd 2^{l} (resident)"),
-                v,
-                String::new(),
-            );
+            rows.add(format!("NTT fwd 2^{l} (resident)"), v);
             let v = time_ms(dev, 3, |dv| {
                 dv.ntt_resident(&mut d, NttDirection::Inverse, true)
                     .unwrap()
             });
-            emit(
-                &mut rows,
-                format!("NTT coset inv 2^{l} (resident)"),
-                v,
-                String::new(),
-            );
+            rows.add(format!("NTT coset inv 2^{l} (resident)"), v);
             drop(d);
             if l == 27 {
                 let b = random_scalars(1 << l, seed ^ 1);
                 let c = random_scalars(1 << l, seed ^ 2);
                 let v = time_ms(dev, 2, |dv| dv.h_coefficients(&x, &b, &c).unwrap());
-                emit(
-                    &mut rows,
-                    format!("h_coefficients 2^{l} (host in/out)"),
-                    v,
-                    String::new(),
-                );
+                rows.add(format!("h_coefficients 2^{l} (host in/out)"), v);
             }
         }
     }
     if want("spmv") {
         for (name, v) in common::spmv::bench_porep(dev, seed, |f| time_ms(dev, 5, f)) {
-            emit(&mut rows, name, v, String::new());
+            rows.add(name, v);
         }
     }
     if want("g1") {
-        let distinct = random_g1(1 << 20, seed);
-        let mut bases = Vec::with_capacity(1 << 26);
-        while bases.len() < 1 << 26 {
-            bases.extend_from_slice(&distinct);
-        }
+        let bases = repeated(&random_g1(1 << 20, seed), 1 << 26);
         let db = dev.upload_g1(&bases).unwrap();
         drop(bases);
         for l in [20u32, 22, 24, 26] {
             let s = random_scalars(1 << l, seed ^ l as u64);
             let ds = dev.upload_scalars(&s).unwrap();
             let v = time_ms(dev, 5, |dv| dv.msm_g1_resident(&db, &ds).unwrap());
-            emit(
-                &mut rows,
-                format!("G1 MSM 2^{l} random (resident)"),
-                v,
-                String::new(),
-            );
+            rows.add(format!("G1 MSM 2^{l} random (resident)"), v);
             if l == 24 {
                 let s = scalar_mix("same", 1 << l, seed);
                 let ds = dev.upload_scalars(&s).unwrap();
                 let v = time_ms(dev, 3, |dv| dv.msm_g1_resident(&db, &ds).unwrap());
-                emit(
-                    &mut rows,
-                    format!("G1 MSM 2^{l} all-equal scalars (resident)"),
-                    v,
-                    String::new(),
-                );
+                rows.add(format!("G1 MSM 2^{l} all-equal scalars (resident)"), v);
             }
             if l == 26 {
                 let v = time_ms(dev, 3, |dv| dv.msm_g1(&db, &s).unwrap());
-                emit(
-                    &mut rows,
-                    format!("G1 MSM 2^{l} random (host scalars)"),
-                    v,
-                    String::new(),
-                );
+                rows.add(format!("G1 MSM 2^{l} random (host scalars)"), v);
                 drop(ds);
                 let s = bit_scalars(1 << l, seed ^ 0xb);
                 let ds = dev.upload_scalars(&s).unwrap();
                 let v = time_ms(dev, 5, |dv| dv.msm_g1_resident(&db, &ds).unwrap());
-                emit(
-                    &mut rows,
-                    format!("G1 MSM 2^{l} 0/1 scalars (resident)"),
-                    v,
-                    String::new(),
-                );
+                rows.add(format!("G1 MSM 2^{l} 0/1 scalars (resident)"), v);
                 let s = scalar_mix("sparse", 1 << l, seed ^ 0xc);
                 let ds = dev.upload_scalars(&s).unwrap();
                 let v = time_ms(dev, 3, |dv| dv.msm_g1_resident(&db, &ds).unwrap());
-                emit(
-                    &mut rows,
+                rows.add(
                     format!("G1 MSM 2^{l} 60% 0, 30% 1, 10% random (resident)"),
                     v,
-                    String::new(),
                 );
             }
         }
     }
     if want("sweep") {
         // Window-width sweep with per-phase profiles (stderr), to tune window_bits().
-        let distinct = random_g1(1 << 20, seed);
-        let mut bases = Vec::with_capacity(1 << 26);
-        while bases.len() < 1 << 26 {
-            bases.extend_from_slice(&distinct);
-        }
+        let bases = repeated(&random_g1(1 << 20, seed), 1 << 26);
         let db = dev.upload_g1(&bases).unwrap();
         drop(bases);
         for l in [24u32, 26] {
@@ -142,20 +88,11 @@ pub(crate) fn bench(dev: &CudaDevice, seed: u64, out_dir: &str, what: &str) {
                 let v = time_ms(dev, 2, |dv| {
                     dv.msm_g1_resident_with(&db, &ds, &cut).unwrap()
                 });
-                emit(
-                    &mut rows,
-                    format!("G1 MSM 2^{l} random c={c}"),
-                    v,
-                    String::new(),
-                );
+                rows.add(format!("G1 MSM 2^{l} random c={c}"), v);
             }
         }
         drop(db);
-        let distinct = random_g2(1 << 20, seed);
-        let mut bases = Vec::with_capacity(1 << 24);
-        while bases.len() < 1 << 24 {
-            bases.extend_from_slice(&distinct);
-        }
+        let bases = repeated(&random_g2(1 << 20, seed), 1 << 24);
         let db = dev.upload_g2(&bases).unwrap();
         let s = random_scalars(1 << 24, seed ^ 24);
         let ds = dev.upload_scalars(&s).unwrap();
@@ -165,30 +102,19 @@ pub(crate) fn bench(dev: &CudaDevice, seed: u64, out_dir: &str, what: &str) {
             let v = time_ms(dev, 1, |dv| {
                 dv.msm_g2_resident_with(&db, &ds, &cut).unwrap()
             });
-            emit(
-                &mut rows,
-                format!("G2 MSM 2^24 random c={c}"),
-                v,
-                String::new(),
-            );
+            rows.add(format!("G2 MSM 2^24 random c={c}"), v);
         }
     }
     if want("g1big") {
         // The PoRep 32 GiB partition's size: dense random, and 90% bits like its L/A queries.
         let l = 27u32;
-        let distinct = random_g1(1 << 20, seed);
-        let bases: Vec<_> = distinct.iter().copied().cycle().take(1 << l).collect();
+        let bases = repeated(&random_g1(1 << 20, seed), 1 << l);
         let db = dev.upload_g1(&bases).unwrap();
         drop(bases);
         let random = random_scalars(1 << l, seed ^ 0x27);
         let ds = dev.upload_scalars(&random).unwrap();
         let v = time_ms(dev, 3, |dv| dv.msm_g1_resident(&db, &ds).unwrap());
-        emit(
-            &mut rows,
-            format!("G1 MSM 2^{l} random (resident)"),
-            v,
-            String::new(),
-        );
+        rows.add(format!("G1 MSM 2^{l} random (resident)"), v);
         drop(ds);
         let mut porep = bit_scalars(1 << l, seed ^ 0x28);
         for (i, s) in porep.iter_mut().enumerate().step_by(10) {
@@ -197,12 +123,7 @@ pub(crate) fn bench(dev: &CudaDevice, seed: u64, out_dir: &str, what: &str) {
         drop(random);
         let ds = dev.upload_scalars(&porep).unwrap();
         let v = time_ms(dev, 3, |dv| dv.msm_g1_resident(&db, &ds).unwrap());
-        emit(
-            &mut rows,
-            format!("G1 MSM 2^{l} 90% 0/1, 10% random (resident)"),
-            v,
-            String::new(),
-        );
+        rows.add(format!("G1 MSM 2^{l} 90% 0/1, 10% random (resident)"), v);
     }
     if want("hchain") {
         // The h step at 2^27 on the device: the earlier natural-order chain (seven bit
@@ -228,61 +149,72 @@ pub(crate) fn bench(dev: &CudaDevice, seed: u64, out_dir: &str, what: &str) {
             } else {
                 "DIF/DIT pairs"
             };
-            emit(
-                &mut rows,
-                format!("h step 2^{l} on device, {chain} (7 NTTs)"),
-                v,
-                String::new(),
-            );
+            rows.add(format!("h step 2^{l} on device, {chain} (7 NTTs)"), v);
         }
     }
     if want("porep") {
-        bench_porep(dev, seed, &mut rows, &mut emit);
+        bench_porep(dev, seed, &mut rows);
     }
     if want("g2") {
-        let distinct = random_g2(1 << 20, seed);
-        let mut bases = Vec::with_capacity(1 << 24);
-        while bases.len() < 1 << 24 {
-            bases.extend_from_slice(&distinct);
-        }
+        let bases = repeated(&random_g2(1 << 20, seed), 1 << 24);
         let db = dev.upload_g2(&bases).unwrap();
         drop(bases);
         for l in [20u32, 22, 24] {
             let s = random_scalars(1 << l, seed ^ l as u64);
             let ds = dev.upload_scalars(&s).unwrap();
             let v = time_ms(dev, 3, |dv| dv.msm_g2_resident(&db, &ds).unwrap());
-            emit(
-                &mut rows,
-                format!("G2 MSM 2^{l} random (resident)"),
-                v,
-                String::new(),
-            );
+            rows.add(format!("G2 MSM 2^{l} random (resident)"), v);
         }
     }
-    println!("\n| benchmark | median ms |\n|---|---|");
-    for (n, m, _) in &rows {
-        println!("| {n} | {m:.2} |");
+    rows.print();
+}
+
+/// The benchmark's rows: each printed as it is taken and appended to a markdown file (so that
+/// a run cut short keeps what it measured), then all of them as one table.
+struct Table {
+    file: std::fs::File,
+    rows: Vec<(String, f32)>,
+}
+
+impl Table {
+    fn create(path: &str) -> Self {
+        Self {
+            file: std::fs::File::create(path).unwrap(),
+            rows: Vec::new(),
+        }
+    }
+
+    /// A row of the median of `runs` (ms).
+    fn add(&mut self, name: String, runs: Vec<f32>) {
+        let m = median(runs.clone());
+        println!("BENCH {name}: median {m:.2} ms  runs {runs:?}");
+        writeln!(self.file, "| {name} | {m:.2} | |").unwrap();
+        self.file.flush().unwrap();
+        self.rows.push((name, m));
+    }
+
+    fn print(&self) {
+        println!("\n| benchmark | median ms |\n|---|---|");
+        for (n, m) in &self.rows {
+            println!("| {n} | {m:.2} |");
+        }
     }
 }
 
-type Emit<'a> = dyn FnMut(&mut Vec<(String, f32, String)>, String, Vec<f32>, String) + 'a;
+/// `distinct` repeated to `n` points: bases for an MSM larger than the points worth generating.
+fn repeated<T: Copy>(distinct: &[T], n: usize) -> Vec<T> {
+    distinct.iter().copied().cycle().take(n).collect()
+}
 
 /// The five MSMs of a 32 GiB PoRep partition, shaped like its witness: H over 2^27 − 1 random
 /// scalars; L over the aux assignment (130,148,591), A over 99.7% of it, B_G1 and B_G2 over
 /// 25.4%, each 45% zeros, 45% ones, 10% random. Bases: 2^20 distinct points repeated.
-fn bench_porep(
-    dev: &CudaDevice,
-    seed: u64,
-    rows: &mut Vec<(String, f32, String)>,
-    emit: &mut Emit,
-) {
+fn bench_porep(dev: &CudaDevice, seed: u64, rows: &mut Table) {
     let (n_h, n_l, n_a, n_b) = ((1usize << 27) - 1, 130_148_591, 129_758_145, 33_057_742);
-    let distinct = random_g1(1 << 20, seed);
-    let bases: Vec<_> = distinct.iter().copied().cycle().take(1 << 27).collect();
+    let bases = repeated(&random_g1(1 << 20, seed), 1 << 27);
     let g1 = dev.upload_g1(&bases).unwrap();
     drop(bases);
-    let distinct = random_g2(1 << 20, seed);
-    let bases: Vec<_> = distinct.iter().copied().cycle().take(n_b).collect();
+    let bases = repeated(&random_g2(1 << 20, seed), n_b);
     let g2 = dev.upload_g2(&bases).unwrap();
     drop(bases);
     let h = dev
@@ -298,12 +230,7 @@ fn bench_porep(
     for o in [cut(xyzz), cut(affine), dense(MsmOptions::default())] {
         dev.msm_g1_resident_with(&g1, &h, &profiled(o)).unwrap();
         let v = time_ms(dev, 3, |d| d.msm_g1_resident_with(&g1, &h, &o).unwrap());
-        emit(
-            rows,
-            format!("H 2^27 random, {}", opts_label(&o)),
-            v,
-            String::new(),
-        );
+        rows.add(format!("H 2^27 random, {}", opts_label(&o)), v);
     }
     // The partition's MSM phase under the default cut, each MSM's phases on stderr first.
     let five = |d: &CudaDevice, o: &MsmOptions| {
@@ -316,39 +243,19 @@ fn bench_porep(
     five(dev, &profiled(MsmOptions::default()));
     for (name, s) in [("L", &l), ("A", &a), ("B_G1", &b)] {
         let v = time_ms(dev, 3, |d| d.msm_g1_resident(&g1, s).unwrap());
-        emit(
-            rows,
-            format!("PoRep {name} ({} scalars)", s.len()),
-            v,
-            String::new(),
-        );
+        rows.add(format!("PoRep {name} ({} scalars)", s.len()), v);
     }
     let v = time_ms(dev, 3, |d| d.msm_g2_resident(&g2, &b).unwrap());
-    emit(
-        rows,
-        format!("PoRep B_G2 ({} scalars)", b.len()),
-        v,
-        String::new(),
-    );
+    rows.add(format!("PoRep B_G2 ({} scalars)", b.len()), v);
     for o in [cut(xyzz), cut(affine)] {
         let v = time_ms(dev, 3, |d| d.msm_g1_resident_with(&g1, &l, &o).unwrap());
-        emit(
-            rows,
-            format!("PoRep L, {}", opts_label(&o)),
-            v,
-            String::new(),
-        );
+        rows.add(format!("PoRep L, {}", opts_label(&o)), v);
         let v = time_ms(dev, 3, |d| d.msm_g2_resident_with(&g2, &b, &o).unwrap());
-        emit(
-            rows,
-            format!("PoRep B_G2, {}", opts_label(&o)),
-            v,
-            String::new(),
-        );
+        rows.add(format!("PoRep B_G2, {}", opts_label(&o)), v);
     }
     for o in [MsmOptions::default(), dense(MsmOptions::default())] {
         let v = time_ms(dev, 3, |d| five(d, &o));
         let name = format!("PoRep MSM phase (5 MSMs), {}", opts_label(&o));
-        emit(rows, name, v, String::new());
+        rows.add(name, v);
     }
 }

@@ -10,7 +10,7 @@ use cudarc::driver::{result, CudaSlice, DevicePtrMut, PushKernelArg};
 use zkforge_groth16::srs::Query;
 use zkforge_groth16::ParamsFile;
 
-use super::gpu::DeviceQueries;
+use super::gpu::{aux_bases_bytes, DeviceQueries};
 use crate::device::{grid, CudaDevice, DeviceBasesG1, DeviceBasesG2};
 use crate::pinned::PinnedBuffer;
 use crate::CudaError;
@@ -161,11 +161,7 @@ pub(crate) fn upload_from_file(
         .iter()
         .map(|&(name, q, first)| format!("{name} {:.2}", bytes_of(q, first) as f64 / 1e9))
         .collect();
-    let gb = parts
-        .iter()
-        .map(|&(_, q, first)| bytes_of(q, first))
-        .sum::<usize>() as f64
-        / 1e9;
+    let gb = aux_bases_bytes(&file.lengths(), n_in, b_in) as f64 / 1e9;
     let read_s = st.reading.as_secs_f64();
     tracing::info!(
         file = %file.path().display(),

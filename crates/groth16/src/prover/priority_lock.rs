@@ -60,7 +60,7 @@ impl PriorityLock {
         PriorityGuard { lock: self }
     }
 
-    /// Waiters right now, for status and tests.
+    /// How many wait for the lock right now (tests wait for their threads to queue).
     pub fn waiting(&self) -> usize {
         self.state().waiting.values().sum()
     }
