@@ -9,7 +9,8 @@ use ff::{Field, PrimeField};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-/// Stages done per shared-memory pass: 2^10 elements of 32 bytes = 32 KiB per block.
+/// Stages done per shared-memory pass: 2^10 elements of 32 bytes and their 2^9 twiddles = 48 KiB
+/// per block, the most a launch gets without opting in.
 const MAX_PASS_BITS: u32 = 10;
 /// Stages a pass kernel runs in registers between trips through shared memory
 /// (`ZKF_NTT_RADIX_BITS` in kernels/ntt/ntt.cuh).
@@ -151,7 +152,8 @@ impl CudaDevice {
             let cfg = LaunchConfig {
                 grid_dim: ((n >> k) as u32, 1, 1),
                 block_dim: (1 << (k - k.min(RADIX_BITS)), 1, 1),
-                shared_mem_bytes: 32 << k,
+                // The elements (32·2^k bytes), then the pass's twiddles (16·2^k): 48 KiB at k = 10.
+                shared_mem_bytes: 48 << k,
             };
             let (glo, ghi, glb) = match (twist, p) {
                 (Some(t), 0) => (self.ptr(&t.lo), self.ptr(&t.hi), t.lb),

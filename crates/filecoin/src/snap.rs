@@ -29,8 +29,9 @@ use storage_proofs_update::{
     EmptySectorUpdate, EmptySectorUpdateCircuit, EmptySectorUpdateCompound, PartitionProof,
     PublicInputs, PublicParams,
 };
+use zkforge_groth16::r1cs::record_sliced;
 use zkforge_groth16::synthesis::pool;
-use zkforge_groth16::{Assignment, ConstraintMatrices, MatrixRecorder, Witness};
+use zkforge_groth16::{Assignment, ConstraintMatrices, Witness};
 
 use crate::native::{self, SnapChallenge, SnapLayout, SnapPartition};
 use crate::registered_proof::params_id;
@@ -118,11 +119,15 @@ fn matrices_for_tree<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     )))
 }
 
+/// The blank circuit recorded on every core ([`record_sliced`]): its challenges differ in
+/// their constants, so it is not made of identical parts as PoRep's and PoSt's are (one
+/// thread took 60.3 s at 32 GiB on the H200 box).
 fn blank_matrices<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     pp: &PublicParams,
 ) -> Result<ConstraintMatrices> {
-    let circuit = <Compound<Tree> as CompoundProof<Scheme<Tree>, Circuit<Tree>>>::blank_circuit(pp);
-    Ok(MatrixRecorder::record(circuit)?)
+    let blank =
+        || <Compound<Tree> as CompoundProof<Scheme<Tree>, Circuit<Tree>>>::blank_circuit(pp);
+    Ok(record_sliced(blank, rayon::current_num_threads())?)
 }
 
 struct SnapCircuits<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> {

@@ -15,16 +15,53 @@ __device__ __forceinline__ fr_t pow_tab(const fr_t* lo, const fr_t* hi, uint32_t
     return r;
 }
 
+// Elements in shared memory as two planes of 16-byte halves (plane h holds words 4h..4h+3 of
+// every element). A warp's 16-byte accesses go eight threads at a time, so eight consecutive
+// positions fill the 32 banks, where whole 32-byte elements put two threads on each bank (and
+// four or eight at the strides of the low rounds). The positions are swizzled (`data_slot`,
+// `root_slot`) so that the strides the rounds and the twiddle lookups use spread too.
+struct SharedPlanes {
+    uint4* s;
+    uint32_t n;  // positions per plane
+
+    __device__ __forceinline__ fr_t get(uint32_t p) const
+    {
+        const uint4 a = s[p], b = s[n + p];
+        fr_t x;
+        x[0] = a.x; x[1] = a.y; x[2] = a.z; x[3] = a.w;
+        x[4] = b.x; x[5] = b.y; x[6] = b.z; x[7] = b.w;
+        return x;
+    }
+    __device__ __forceinline__ void put(uint32_t p, const fr_t& x) const
+    {
+        s[p] = make_uint4(x[0], x[1], x[2], x[3]);
+        s[n + p] = make_uint4(x[4], x[5], x[6], x[7]);
+    }
+};
+
+// A round's thread g touches l = base | i << s_lo; at s_lo = 0, 1, 2 the eight threads of an
+// access differ in bits 3 and 4 as well as the low ones: folding those onto bits 1 and 2 keeps
+// their positions distinct mod 8 (2-way at worst, at s_lo = 0). A bijection: only bits 1 and 2
+// change, by a function of bits 3 and 4.
+__device__ __forceinline__ uint32_t data_slot(uint32_t l) { return l ^ (((l >> 3) & 3) << 1); }
+
+// Stage s looks up twiddle j << (k - 1 - s): eight threads with consecutive j hit positions a
+// power of two apart, all on the same banks from a stride of 8 up. Folding bits 3..5 and 6..8
+// onto bits 0..2 spreads every such stride over eight distinct values mod 8.
+__device__ __forceinline__ uint32_t root_slot(uint32_t q) { return q ^ ((q >> 3) & 7) ^ ((q >> 6) & 7); }
+
 } // namespace zkf
 
 using namespace zkf;
 
 // R radix-2 stages in registers on x[i] = element base | (i << s_lo) of a block's 2^k, i < 2^R:
 // DIF stages s_lo+R-1 down to s_lo, or DIT stages s_lo up to s_lo+R-1. Stage s pairs elements
-// l0 and l0 + 2^s; its twiddle is w_{2^k}^j for j = l0's bits below s (roots[j << (K-1-s)]).
+// l0 and l0 + 2^s; its twiddle is w_{2^k}^j for j = l0's bits below s (roots[j << (k-1-s)], the
+// block's copy in shared memory).
 template<int R, bool DIT>
 __device__ __forceinline__ void stages_in_registers(fr_t (&x)[1 << R], uint32_t base,
-                                                    uint32_t s_lo, const fr_t* roots, uint32_t K)
+                                                    uint32_t s_lo, const SharedPlanes& roots,
+                                                    uint32_t k)
 {
     #pragma unroll
     for (int n = 0; n < R; n++) {
@@ -37,13 +74,13 @@ __device__ __forceinline__ void stages_in_registers(fr_t (&x)[1 << R], uint32_t 
             const uint32_t j = (base | ((uint32_t)i << s_lo)) & ((1u << s) - 1);
             if (DIT) {
                 fr_t y = x[i1];
-                if (j) y = y * roots[j << (K - 1 - s)];
+                if (j) y = y * roots.get(root_slot(j << (k - 1 - s)));
                 x[i1] = x[i] - y;
                 x[i] = x[i] + y;
             } else {
                 const fr_t sum = x[i] + x[i1];
                 fr_t dif = x[i] - x[i1];
-                if (j) dif = dif * roots[j << (K - 1 - s)];
+                if (j) dif = dif * roots.get(root_slot(j << (k - 1 - s)));
                 x[i] = sum;
                 x[i1] = dif;
             }
@@ -75,8 +112,9 @@ struct PassBlock {
 // last, through shared memory in between. DIF loads apply the coset shift g^i; DIF stores the
 // cross twiddle; DIT loads apply both (the twist at the bit-reversed position) and store plainly.
 template<int R, bool DIT>
-__device__ __forceinline__ void pass_round(const PassBlock& pb, fr_t* sh, uint32_t s_lo,
-                                           bool first, bool last, const fr_t* roots, uint32_t K)
+__device__ __forceinline__ void pass_round(const PassBlock& pb, const SharedPlanes& sh,
+                                           uint32_t s_lo, bool first, bool last,
+                                           const SharedPlanes& roots)
 {
     const uint32_t groups = 1u << (pb.k - R);
     for (uint32_t g = threadIdx.x; g < groups; g += blockDim.x) {
@@ -85,7 +123,7 @@ __device__ __forceinline__ void pass_round(const PassBlock& pb, fr_t* sh, uint32
         #pragma unroll
         for (int i = 0; i < (1 << R); i++) {
             const uint32_t l = base | ((uint32_t)i << s_lo);
-            if (!first) { x[i] = sh[l]; continue; }
+            if (!first) { x[i] = sh.get(data_slot(l)); continue; }
             const uint64_t gi = pb.at(l);
             x[i] = pb.d[gi];
             if (DIT) {
@@ -95,11 +133,11 @@ __device__ __forceinline__ void pass_round(const PassBlock& pb, fr_t* sh, uint32
                 x[i] = x[i] * pow_tab(pb.glo, pb.ghi, pb.glb, gi);
             }
         }
-        stages_in_registers<R, DIT>(x, base, s_lo, roots, K);
+        stages_in_registers<R, DIT>(x, base, s_lo, roots, pb.k);
         #pragma unroll
         for (int i = 0; i < (1 << R); i++) {
             const uint32_t l = base | ((uint32_t)i << s_lo);
-            if (!last) sh[l] = x[i];
+            if (!last) sh.put(data_slot(l), x[i]);
             else pb.d[pb.at(l)] = DIT ? x[i] : pb.cross(x[i], l);
         }
     }
@@ -119,8 +157,15 @@ __device__ __forceinline__ void ntt_pass(fr_t* d, uint32_t L, uint32_t t_lo, uin
                                          const fr_t* thi, uint32_t lb, const fr_t* glo,
                                          const fr_t* ghi, uint32_t glb)
 {
+    // The block's 2^k elements, then its 2^(k-1) in-block twiddles (w_{2^k}^m = roots[m <<
+    // (K - k)]): read from shared memory, a stage's lookups no longer gather 32-byte lines
+    // through L1 (one a butterfly).
     extern __shared__ uint4 shraw[];
-    fr_t* sh = reinterpret_cast<fr_t*>(shraw);
+    const SharedPlanes sh{shraw, 1u << k};
+    const SharedPlanes tw{shraw + (2u << k), 1u << (k - 1)};
+    for (uint32_t m = threadIdx.x; m < tw.n; m += blockDim.x)
+        tw.put(root_slot(m), roots[m << (K - k)]);
+    __syncthreads();
     const uint64_t b = blockIdx.x;
     const uint64_t lowp = b & ((1ull << t_lo) - 1);
     const PassBlock pb{d, L, t_lo, k, ((b >> t_lo) << (t_lo + k)) | lowp, lowp,
@@ -130,8 +175,8 @@ __device__ __forceinline__ void ntt_pass(fr_t* d, uint32_t L, uint32_t t_lo, uin
         const uint32_t R = min(k - done, (uint32_t)ZKF_NTT_RADIX_BITS);
         const uint32_t s_lo = DIT ? done : k - done - R;
         const bool first = done == 0, last = done + R == k;
-        if (R == 2) pass_round<2, DIT>(pb, sh, s_lo, first, last, roots, K);
-        else pass_round<1, DIT>(pb, sh, s_lo, first, last, roots, K);
+        if (R == 2) pass_round<2, DIT>(pb, sh, s_lo, first, last, tw);
+        else pass_round<1, DIT>(pb, sh, s_lo, first, last, tw);
         done += R;
         if (!last) __syncthreads();
     }
@@ -144,7 +189,8 @@ __device__ __forceinline__ void ntt_pass(fr_t* d, uint32_t L, uint32_t t_lo, uin
 // instead of one extra table product per butterfly, and 2^27 needs 3 passes over memory.
 // Elements are 32 bytes, one full sector, so the strided loads waste no bandwidth.
 // The first pass can also apply the coset shift x[i] *= g^i as it loads (glo non-null).
-// Launched with 2^(k - min(k, ZKF_NTT_RADIX_BITS)) threads a block and 32·2^k bytes of shared memory.
+// Launched with 2^(k - min(k, ZKF_NTT_RADIX_BITS)) threads a block and 48·2^k bytes of shared
+// memory (the elements, then the pass's twiddles).
 extern "C" __global__ void ntt_dif_pass(fr_t* d, uint32_t L, uint32_t t_lo, uint32_t k,
                                         const fr_t* __restrict__ roots, uint32_t K,
                                         const fr_t* tlo, const fr_t* thi, uint32_t lb,

@@ -16,9 +16,11 @@ mod evaluate;
 mod file;
 mod record;
 mod repeat;
+mod sliced;
 
 pub use record::MatrixRecorder;
 pub use repeat::record_repeated;
+pub use sliced::{record_sliced, record_sliced_in_blocks};
 
 use blstrs::Scalar;
 

@@ -20,7 +20,7 @@ pub(super) const AUX_TAG: u32 = 1 << 31;
 /// Hashes a coefficient's limbs with one multiply per limb: coefficients are looked up once per
 /// matrix entry (hundreds of millions for a large circuit), where SipHash would dominate.
 #[derive(Default)]
-struct LimbHasher(u64);
+pub(super) struct LimbHasher(u64);
 
 impl Hasher for LimbHasher {
     fn finish(&self) -> u64 {
@@ -36,15 +36,37 @@ impl Hasher for LimbHasher {
     }
 }
 
+/// Coefficient value (its limbs) → index into a coefficient table.
+pub(super) type Interned = HashMap<[u64; 4], u32, BuildHasherDefault<LimbHasher>>;
+
 /// Records a circuit's R1CS as [`ConstraintMatrices`]; values are never computed (allocation
 /// closures are not called).
 pub struct MatrixRecorder {
     m: ConstraintMatrices,
     /// Coefficient value (its limbs) → index into `m.coefficients`.
-    interned: HashMap<[u64; 4], u32, BuildHasherDefault<LimbHasher>>,
+    interned: Interned,
     minus_one: Scalar,
     /// The first problem seen by `enforce`, which cannot return an error itself.
     fault: Option<String>,
+    /// Constraints the circuit has enforced so far, recorded or not.
+    pub(super) rows_seen: usize,
+    /// The rows this recording keeps (None: all); see `super::sliced`.
+    pub(super) share: Option<Share>,
+}
+
+/// One of `slices` interleaved shares of a circuit's rows: blocks of `block` rows, block `b`
+/// kept by slice `b % slices`.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Share {
+    pub slice: usize,
+    pub slices: usize,
+    pub block: usize,
+}
+
+impl Share {
+    pub fn keeps(&self, row: usize) -> bool {
+        (row / self.block) % self.slices == self.slice
+    }
 }
 
 impl Default for MatrixRecorder {
@@ -69,6 +91,8 @@ impl Default for MatrixRecorder {
             interned: HashMap::default(),
             minus_one,
             fault: None,
+            rows_seen: 0,
+            share: None,
         }
     }
 }
@@ -88,7 +112,18 @@ impl MatrixRecorder {
 
     /// `circuit` recorded but not finished: aux columns still tagged, no per-input rows.
     pub(super) fn recording<C: Circuit<Scalar>>(circuit: C) -> Result<Self> {
-        let mut r = Self::default();
+        Self::recording_share(circuit, None)
+    }
+
+    /// `circuit` recorded, keeping only the rows of `share` (all with None).
+    pub(super) fn recording_share<C: Circuit<Scalar>>(
+        circuit: C,
+        share: Option<Share>,
+    ) -> Result<Self> {
+        let mut r = Self {
+            share,
+            ..Self::default()
+        };
         r.alloc_input(|| "one", || Ok(Scalar::ONE))?;
         circuit.synthesize(&mut r)?;
         Ok(r)
@@ -97,6 +132,39 @@ impl MatrixRecorder {
     /// The matrices recorded so far (unfinished).
     pub(super) fn matrices(&self) -> &ConstraintMatrices {
         &self.m
+    }
+
+    /// The recording's parts, for `super::sliced` to join: the matrices and the first fault.
+    pub(super) fn into_parts(self) -> (ConstraintMatrices, Option<String>) {
+        (self.m, self.fault)
+    }
+
+    /// A whole recording from joined matrices (aux columns still tagged) and the first fault.
+    pub(super) fn from_parts(m: ConstraintMatrices, fault: Option<String>) -> Self {
+        let mut r = Self {
+            rows_seen: m.a.rows(),
+            fault,
+            ..Self::default()
+        };
+        for (i, c) in m.coefficients.iter().enumerate().skip(2) {
+            r.interned.insert(limbs(c), i as u32);
+        }
+        r.m = m;
+        r
+    }
+
+    /// The coefficient table's index of `coeff`, added if new (as a recording interns it).
+    pub(super) fn intern_into(
+        coefficients: &mut Vec<Scalar>,
+        seen: &mut Interned,
+        coeff: &Scalar,
+    ) -> u32 {
+        let next = coefficients.len() as u32;
+        let id = *seen.entry(limbs(coeff)).or_insert(next);
+        if id == next {
+            coefficients.push(*coeff);
+        }
+        id
     }
 
     /// This recording with its matrices replaced by `m`, which must use the same coefficient
@@ -140,12 +208,7 @@ impl MatrixRecorder {
         if coeff == self.minus_one {
             return COEFF_MINUS_ONE;
         }
-        let next = self.m.coefficients.len() as u32;
-        let id = *self.interned.entry(limbs(&coeff)).or_insert(next);
-        if id == next {
-            self.m.coefficients.push(coeff);
-        }
-        id
+        Self::intern_into(&mut self.m.coefficients, &mut self.interned, &coeff)
     }
 
     /// Appends one row of `lc` to the matrix `which`, marking densities.
@@ -257,7 +320,12 @@ impl ConstraintSystem<Scalar> for MatrixRecorder {
         LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
         LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
     {
-        let row = self.m.a.rows();
+        let row = self.rows_seen;
+        self.rows_seen += 1;
+        if self.share.is_some_and(|s| !s.keeps(row)) {
+            // Another slice records this row: its linear combinations are never built.
+            return;
+        }
         for (lc, which) in [
             (a(LinearCombination::zero()), Matrix::A),
             (b(LinearCombination::zero()), Matrix::B),

@@ -8,7 +8,8 @@
 //! of `n` parts are the prefix plus that part `n` times, each copy's new inputs and aux
 //! variables moved past the previous copy's. The 2-part recording is the check: the prefix plus
 //! the part twice must equal it entry for entry (rows, columns, coefficients, densities), else
-//! the circuit is not made of identical parts and it is recorded whole, as before.
+//! the circuit is not made of identical parts and it is recorded whole, in slices on every core
+//! ([`record_sliced`](super::record_sliced)).
 
 use bellpepper_core::Circuit;
 use blstrs::Scalar;
@@ -63,7 +64,7 @@ pub fn record_repeated<C: Circuit<Scalar> + Send>(
             tracing::warn!(
                 "the circuit is not a prefix and identical parts; recording all {parts} parts"
             );
-            MatrixRecorder::record(with_parts(parts))
+            super::record_sliced(|| with_parts(parts), rayon::current_num_threads())
         }
     }
 }

@@ -197,3 +197,45 @@ fn a_circuit_of_identical_parts_is_recorded_from_one_part() {
         MatrixRecorder::record(varying(9)).unwrap()
     );
 }
+
+#[test]
+fn a_circuit_recorded_in_slices_equals_its_whole_recording() {
+    let whole = MatrixRecorder::record(MixedCoefficients(11)).unwrap();
+    // Blocks of 16 rows: 19 blocks over 1, 2, 3 and 7 slices; 64 slices leave some empty.
+    for slices in [1, 2, 3, 7, 64] {
+        let sliced = super::record_sliced_in_blocks(|| MixedCoefficients(11), slices, 16);
+        assert_eq!(sliced.unwrap(), whole, "{slices} slices");
+    }
+    // The public entry point (blocks of 4096 rows: one slice records everything here).
+    assert_eq!(
+        super::record_sliced(|| MixedCoefficients(11), 4).unwrap(),
+        whole
+    );
+}
+
+#[test]
+fn a_fault_in_any_slice_fails_the_sliced_recording() {
+    struct UsesMissingAux;
+    impl Circuit<Scalar> for UsesMissingAux {
+        fn synthesize<CS: ConstraintSystem<Scalar>>(
+            self,
+            cs: &mut CS,
+        ) -> Result<(), SynthesisError> {
+            let v = cs.alloc(|| "v", || Ok(Scalar::ONE))?;
+            for _ in 0..40 {
+                cs.enforce(|| "ok", |lc| lc + v, |lc| lc + v, |lc| lc + v);
+            }
+            // Row 40, in the third block of 16: aux 1 was never allocated.
+            let missing = bellpepper_core::Variable::new_unchecked(bellpepper_core::Index::Aux(1));
+            cs.enforce(|| "bad", |lc| lc + missing, |lc| lc, |lc| lc);
+            Ok(())
+        }
+    }
+    let err = super::record_sliced_in_blocks(|| UsesMissingAux, 2, 16)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("constraint 40") && err.contains("aux 1"),
+        "{err}"
+    );
+}
