@@ -4,6 +4,9 @@
 # Expects .device/gpu_bench.gz (this checkout's build) and .device/gpu_bench_base.gz (a build of
 # the commit to compare against), stripped and gzipped (built elsewhere: the device machine has
 # no cargo). Same seed for both benches (ZKFORGE_SEED, printed); logs and tables under $OUT.
+# Build the base in a target directory of its own, or one after the other with the kernels
+# swapped in: cargo gives zkforge-cuda's build script the same OUT_DIR from any checkout, so a
+# base built beside this one in a shared target directory embeds this build's kernels.
 # BENCH_BASE / BENCH_NEW choose the gpu_bench bench filters (comma-separated); ZKFORGE_CHECK
 # the check groups (ntt, h, g1, g2).
 set -uo pipefail
