@@ -120,8 +120,8 @@ fn matrices_for_tree<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
 }
 
 /// The blank circuit recorded on every core ([`record_sliced`]): its challenges differ in
-/// their constants, so it is not made of identical parts as PoRep's and PoSt's are (one
-/// thread took 60.3 s at 32 GiB on the H200 box).
+/// their constants, so it is not made of identical parts as PoRep's and PoSt's are (32 GiB
+/// on the H200 box: 64 s on one thread, 38 s in 16 slices).
 fn blank_matrices<Tree: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     pp: &PublicParams,
 ) -> Result<ConstraintMatrices> {
