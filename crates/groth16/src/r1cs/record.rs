@@ -49,9 +49,9 @@ pub struct MatrixRecorder {
     /// The first problem seen by `enforce`, which cannot return an error itself.
     fault: Option<String>,
     /// Constraints the circuit has enforced so far, recorded or not.
-    pub(super) rows_seen: usize,
+    rows_seen: usize,
     /// The rows this recording keeps (None: all); see `super::sliced`.
-    pub(super) share: Option<Share>,
+    share: Option<Share>,
 }
 
 /// One of `slices` interleaved shares of a circuit's rows: blocks of `block` rows, block `b`
@@ -134,23 +134,26 @@ impl MatrixRecorder {
         &self.m
     }
 
-    /// The recording's parts, for `super::sliced` to join: the matrices and the first fault.
-    pub(super) fn into_parts(self) -> (ConstraintMatrices, Option<String>) {
-        (self.m, self.fault)
+    /// The recording's parts, for `super::sliced` to join: the rows the circuit enforced (kept
+    /// or not), the matrices and the first fault.
+    pub(super) fn into_parts(self) -> (usize, ConstraintMatrices, Option<String>) {
+        (self.rows_seen, self.m, self.fault)
     }
 
-    /// A whole recording from joined matrices (aux columns still tagged) and the first fault.
-    pub(super) fn from_parts(m: ConstraintMatrices, fault: Option<String>) -> Self {
-        let mut r = Self {
+    /// A whole recording from joined matrices (aux columns still tagged), the map that interned
+    /// their coefficients (`intern_into`), and the first fault.
+    pub(super) fn from_parts(
+        m: ConstraintMatrices,
+        interned: Interned,
+        fault: Option<String>,
+    ) -> Self {
+        Self {
             rows_seen: m.a.rows(),
+            m,
+            interned,
             fault,
             ..Self::default()
-        };
-        for (i, c) in m.coefficients.iter().enumerate().skip(2) {
-            r.interned.insert(limbs(c), i as u32);
         }
-        r.m = m;
-        r
     }
 
     /// The coefficient table's index of `coeff`, added if new (as a recording interns it).

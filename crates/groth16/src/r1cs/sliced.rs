@@ -14,7 +14,6 @@ use blstrs::Scalar;
 use rayon::prelude::*;
 
 use super::record::{Interned, MatrixRecorder, Share};
-
 use super::{ConstraintMatrices, SparseMatrix, COEFF_MINUS_ONE, COEFF_ONE};
 use crate::synthesis::Density;
 use crate::{Error, Result};
@@ -50,11 +49,7 @@ pub fn record_sliced_in_blocks<C: Circuit<Scalar>>(
                 slices,
                 block,
             };
-            MatrixRecorder::recording_share(circuit(), Some(share)).map(|r| {
-                let rows = r.rows_seen;
-                let (m, fault) = r.into_parts();
-                (rows, m, fault)
-            })
+            MatrixRecorder::recording_share(circuit(), Some(share)).map(MatrixRecorder::into_parts)
         })
         .collect::<Result<Vec<_>>>()?;
     let recorded = t.elapsed();
@@ -153,7 +148,7 @@ fn join(
     };
     // Any fault fails the recording (each names its row).
     let fault = shares.into_iter().find_map(|(_, _, f)| f);
-    Ok(MatrixRecorder::from_parts(m, fault))
+    Ok(MatrixRecorder::from_parts(m, seen, fault))
 }
 
 /// An empty matrix with room for `rows` rows of `entries` entries in all.
