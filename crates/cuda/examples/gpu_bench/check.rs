@@ -98,6 +98,9 @@ pub(crate) fn check(dev: &CudaDevice, seed: u64, out_dir: &str) {
         check_msm_g1(dev, 1 << 25, &["random"], seed ^ 0x2000000, &mut res);
         let o = dense(acc(Accumulate::Affine, None));
         check_msm_g1_with(dev, 1 << 25, &["random"], seed ^ 0x2000001, &o, &mut res);
+        // The product's batch-affine kernel (its products called out of line) at ≥ 32 chunks.
+        let o = acc(Accumulate::Affine, None);
+        check_msm_g1_with(dev, 1 << 25, &["random"], seed ^ 0x2000002, &o, &mut res);
     }
     if want("g2") {
         for n in [1usize, 2, 3] {

@@ -19,6 +19,22 @@ __device__ __forceinline__ fp2 recip_of(const fp2& a)
     return fp2(a.c0 * t, -(a.c1 * t));
 }
 
+// Field products for the batch-affine loop: inlined, or (COMPACT) one out-of-line copy that
+// every call site uses. Inlined, the loop's six products and the inversion are tens of KB of
+// code, and Nsight Compute found its warps waiting on instruction fetch 15% of their cycles
+// ("no instruction"); called, G1 needs 112 registers instead of 138 and its accumulation at
+// 2^27 took 621 ms instead of 658 (docs/gpu.md step 7). G2 keeps them inlined (not measured).
+template<class F> __device__ __noinline__ F mul_called(const F& a, const F& b) { return a * b; }
+template<class F> __device__ __noinline__ F sqr_called(const F& a) { return sqr_of(a); }
+template<class F> __device__ __noinline__ F recip_called(const F& a) { return recip_of(a); }
+
+template<bool COMPACT, class F>
+__device__ __forceinline__ F mul_of(const F& a, const F& b)
+{   if (COMPACT) return mul_called(a, b); return a * b;   }
+template<bool COMPACT, class F>
+__device__ __forceinline__ F square_of(const F& a)
+{   if (COMPACT) return sqr_called(a); return sqr_of(a);   }
+
 template<class F>
 __device__ __forceinline__ void store_affine_as_xyzz(xyzz<F>* out, const F& x, const F& y,
                                                      bool inf)
@@ -38,7 +54,7 @@ __device__ __forceinline__ void store_affine_as_xyzz(xyzz<F>* out, const F& x, c
 // step's entry). Per slot, registers hold bits: inf (the piece is still empty), head (the
 // piece continues a bucket begun before the chunk), add and dbl (this step's operation).
 // Every thread runs all K steps, so the warp stays converged for the inversion. M ≤ 64.
-template<class F>
+template<bool COMPACT, class F>
 __device__ void accumulate_affine(const affine<F>* bases, const uint32_t* offs,
                                   const uint32_t* idx, uint32_t nb, uint32_t K, uint32_t M,
                                   uint4* scratch, xyzz<F>* sums, xyzz<F>* heads)
@@ -113,9 +129,10 @@ __device__ void accumulate_affine(const affine<F>* bases, const uint32_t* offs,
             }
             se[c] = e;
             pre[c] = r;
-            r = r * d;
+            r = mul_of<COMPACT>(r, d);
         }
-        F rinv = recip_of(r);
+        F rinv;
+        if (COMPACT) rinv = recip_called(r); else rinv = recip_of(r);
         for (int j = (int)M - 1; j >= 0; j--) {
             const uint64_t bit = 1ull << j;
             if (!((add | dbl) & bit)) continue;
@@ -125,7 +142,7 @@ __device__ void accumulate_affine(const affine<F>* bases, const uint32_t* offs,
             if (dbl & bit) {
                 x2 = x1;
                 d = y1 + y1;
-                const F xx = sqr_of(x1);
+                const F xx = square_of<COMPACT>(x1);
                 num = xx + xx + xx;
             } else {
                 const uint32_t e = se[c];
@@ -136,11 +153,12 @@ __device__ void accumulate_affine(const affine<F>* bases, const uint32_t* offs,
                 d = x2 - x1;
                 num = y2 - y1;
             }
-            const F invd = rinv * pre[c];
-            rinv = rinv * d;
-            const F l = num * invd;
-            const F x3 = sqr_of(l) - x1 - x2;
-            ay[c] = l * (x1 - x3) - y1;
+            const F invd = mul_of<COMPACT>(rinv, pre[c]);
+            rinv = mul_of<COMPACT>(rinv, d);
+            const F l = mul_of<COMPACT>(num, invd);
+            const F x3 = square_of<COMPACT>(l) - x1 - x2;
+            const F dx = x1 - x3;
+            ay[c] = mul_of<COMPACT>(l, dx) - y1;
             ax[c] = x3;
         }
     }
@@ -154,12 +172,12 @@ __device__ void accumulate_affine(const affine<F>* bases, const uint32_t* offs,
 
 } // namespace zkf
 
-#define ZKF_MSM_AFFINE_ENTRY_POINT(G, F)                                                        \
+#define ZKF_MSM_AFFINE_ENTRY_POINT(G, F, COMPACT)                                               \
 extern "C" __global__ void __launch_bounds__(128)                                               \
 msm_accumulate_affine_##G(const zkf::affine<F>* bases, const uint32_t* offs,                    \
                           const uint32_t* idx, uint32_t nb, uint32_t K, uint32_t M,             \
                           uint4* scratch, zkf::xyzz<F>* sums, zkf::xyzz<F>* heads)              \
-{   zkf::accumulate_affine<F>(bases, offs, idx, nb, K, M, scratch, sums, heads);   }
+{   zkf::accumulate_affine<COMPACT, F>(bases, offs, idx, nb, K, M, scratch, sums, heads);   }
 
 // The same kernel with its registers capped at 128, so that 4 blocks of 128 threads share an SM
 // instead of 3: the G1 kernel is latency-bound at 3 (ncu at 2^27: 57% SM, 36% memory, 17%
@@ -170,4 +188,4 @@ extern "C" __global__ void __launch_bounds__(128, 4)                            
 msm_accumulate_affine_dense_##G(const zkf::affine<F>* bases, const uint32_t* offs,              \
                                 const uint32_t* idx, uint32_t nb, uint32_t K, uint32_t M,       \
                                 uint4* scratch, zkf::xyzz<F>* sums, zkf::xyzz<F>* heads)        \
-{   zkf::accumulate_affine<F>(bases, offs, idx, nb, K, M, scratch, sums, heads);   }
+{   zkf::accumulate_affine<false, F>(bases, offs, idx, nb, K, M, scratch, sums, heads);   }
