@@ -182,7 +182,9 @@ msm_accumulate_affine_##G(const zkf::affine<F>* bases, const uint32_t* offs,    
 // The same kernel with its registers capped at 128, so that 4 blocks of 128 threads share an SM
 // instead of 3: the G1 kernel is latency-bound at 3 (ncu at 2^27: 57% SM, 36% memory, 17%
 // occupancy; ptxas: 138 registers uncapped, 128 and 128 bytes spilled to L1 capped).
-// `MsmOptions::affine_dense` picks it.
+// `MsmOptions::affine_dense` picks it. Its products stay inlined; the default G1 kernel, with
+// them called out of line, now fits 4 blocks an SM without the cap (112 registers), so this
+// variant only remains for comparison (docs/gpu.md steps 5 and 7).
 #define ZKF_MSM_AFFINE_DENSE_ENTRY_POINT(G, F)                                                  \
 extern "C" __global__ void __launch_bounds__(128, 4)                                            \
 msm_accumulate_affine_dense_##G(const zkf::affine<F>* bases, const uint32_t* offs,              \
