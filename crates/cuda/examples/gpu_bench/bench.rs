@@ -152,18 +152,8 @@ pub(crate) fn bench(dev: &CudaDevice, seed: u64, out_dir: &str, what: &str) {
             rows.add(format!("h step 2^{l} on device, {chain} (7 NTTs)"), v);
         }
     }
-    let accumulate = |a| MsmOptions {
-        accumulate: a,
-        ..MsmOptions::default()
-    };
     if want("porep") {
-        let variants = [
-            accumulate(Accumulate::Xyzz),
-            accumulate(Accumulate::Affine),
-            dense(MsmOptions::default()),
-            MsmOptions::default(),
-        ];
-        bench_porep(dev, seed, &mut rows, &variants);
+        bench_porep(dev, seed, &mut rows);
     }
     if want("g2") {
         let bases = repeated(&random_g2(1 << 20, seed), 1 << 24);
@@ -218,10 +208,8 @@ fn repeated<T: Copy>(distinct: &[T], n: usize) -> Vec<T> {
 
 /// The five MSMs of a 32 GiB PoRep partition, shaped like its witness: H over 2^27 − 1 random
 /// scalars; L over the aux assignment (130,148,591), A over 99.7% of it, B_G1 and B_G2 over
-/// 25.4%, each 45% zeros, 45% ones, 10% random. Bases: 2^20 distinct points repeated. H and L
-/// under each of `variants` (H profiled first), the five under the default cut (profiled once),
-/// each on its own, then the whole phase under each variant.
-fn bench_porep(dev: &CudaDevice, seed: u64, rows: &mut Table, variants: &[MsmOptions]) {
+/// 25.4%, each 45% zeros, 45% ones, 10% random. Bases: 2^20 distinct points repeated.
+fn bench_porep(dev: &CudaDevice, seed: u64, rows: &mut Table) {
     let (n_h, n_l, n_a, n_b) = ((1usize << 27) - 1, 130_148_591, 129_758_145, 33_057_742);
     let bases = repeated(&random_g1(1 << 20, seed), 1 << 27);
     let g1 = dev.upload_g1(&bases).unwrap();
@@ -234,17 +222,15 @@ fn bench_porep(dev: &CudaDevice, seed: u64, rows: &mut Table, variants: &[MsmOpt
         .unwrap();
     let up = |n, k| dev.upload_scalars(&porep_scalars(n, seed ^ k)).unwrap();
     let (l, a, b) = (up(n_l, 0x28), up(n_a, 0x29), up(n_b, 0x2a));
-    for o in variants {
-        dev.msm_g1_resident_with(&g1, &h, &profiled(*o)).unwrap();
-        let v = time_ms(dev, 3, |d| d.msm_g1_resident_with(&g1, &h, o).unwrap());
-        rows.add(format!("H 2^27 random, {}", opts_label(o)), v);
-    }
-    for o in variants {
-        let v = time_ms(dev, 3, |d| d.msm_g1_resident_with(&g1, &l, o).unwrap());
-        rows.add(
-            format!("PoRep L ({} scalars), {}", l.len(), opts_label(o)),
-            v,
-        );
+    let cut = |a| MsmOptions {
+        accumulate: a,
+        ..MsmOptions::default()
+    };
+    let (xyzz, affine) = (Accumulate::Xyzz, Accumulate::Affine);
+    for o in [cut(xyzz), cut(affine), dense(MsmOptions::default())] {
+        dev.msm_g1_resident_with(&g1, &h, &profiled(o)).unwrap();
+        let v = time_ms(dev, 3, |d| d.msm_g1_resident_with(&g1, &h, &o).unwrap());
+        rows.add(format!("H 2^27 random, {}", opts_label(&o)), v);
     }
     // The partition's MSM phase under the default cut, each MSM's phases on stderr first.
     let five = |d: &CudaDevice, o: &MsmOptions| {
@@ -261,9 +247,15 @@ fn bench_porep(dev: &CudaDevice, seed: u64, rows: &mut Table, variants: &[MsmOpt
     }
     let v = time_ms(dev, 3, |d| d.msm_g2_resident(&g2, &b).unwrap());
     rows.add(format!("PoRep B_G2 ({} scalars)", b.len()), v);
-    for o in variants {
-        let v = time_ms(dev, 3, |d| five(d, o));
-        let name = format!("PoRep MSM phase (5 MSMs), {}", opts_label(o));
+    for o in [cut(xyzz), cut(affine)] {
+        let v = time_ms(dev, 3, |d| d.msm_g1_resident_with(&g1, &l, &o).unwrap());
+        rows.add(format!("PoRep L, {}", opts_label(&o)), v);
+        let v = time_ms(dev, 3, |d| d.msm_g2_resident_with(&g2, &b, &o).unwrap());
+        rows.add(format!("PoRep B_G2, {}", opts_label(&o)), v);
+    }
+    for o in [MsmOptions::default(), dense(MsmOptions::default())] {
+        let v = time_ms(dev, 3, |d| five(d, &o));
+        let name = format!("PoRep MSM phase (5 MSMs), {}", opts_label(&o));
         rows.add(name, v);
     }
 }

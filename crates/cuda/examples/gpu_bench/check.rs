@@ -93,12 +93,13 @@ pub(crate) fn check(dev: &CudaDevice, seed: u64, out_dir: &str) {
         }
     }
     if want("big") {
-        // Large enough that the default takes batch-affine with ≥ 32 chunks a thread (the H
-        // MSM's regime; the smaller checks above force it with few).
+        // 2^25: one batch of all 13 windows, 26 chunks a thread under batch-affine (the H MSM's
+        // 2^27 gets 32). The default takes XYZZ here (under 32), so batch-affine is forced below,
+        // capped and as the product runs it; the smaller checks above force it with few chunks.
         check_msm_g1(dev, 1 << 25, &["random"], seed ^ 0x2000000, &mut res);
         let o = dense(acc(Accumulate::Affine, None));
         check_msm_g1_with(dev, 1 << 25, &["random"], seed ^ 0x2000001, &o, &mut res);
-        // The product's batch-affine kernel (its products called out of line) at ≥ 32 chunks.
+        // The product's batch-affine kernel (its products called out of line).
         let o = acc(Accumulate::Affine, None);
         check_msm_g1_with(dev, 1 << 25, &["random"], seed ^ 0x2000002, &o, &mut res);
     }
