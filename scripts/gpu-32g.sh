@@ -15,8 +15,7 @@
 #   pin       pin_bench: registering a 4 GiB witness buffer fresh, through the pool (faulted in
 #             by 16 threads first) and after it was written, and what each does to kernels
 #             running beside it (issue 24)
-# PIN_AT_LOAD=true|false sets the daemon's engine.pin_buffers_at_load (default false);
-# AFFINE_DENSE=true|false its gpu.msm_affine_dense (default false).
+# PIN_AT_LOAD=true|false sets the daemon's engine.pin_buffers_at_load (default false).
 # Disk: the 32 GiB key is 47 GB and its recorded matrices ~7 GB, on a 64 GiB disk: nothing
 # else large may live in $WORK. Binaries and output as in scripts/gpu-common.sh.
 what="${1:-gen,prove}"
@@ -55,7 +54,6 @@ pin_buffers_at_load = ${PIN_AT_LOAD:-false}
 [gpu]
 params_residency = "vram"
 staging_pool = "64GiB"
-msm_affine_dense = ${AFFINE_DENSE:-false}
 TOML
   # Whether the key can come from the page cache (the upload's pace depends on it).
   grep -E "^(MemAvailable|Cached):" /proc/meminfo | tee -a "$out/summary.txt"

@@ -29,7 +29,7 @@ for w in $what; do
   case "$w" in
     check)
       mkdir -p "$out/check"
-      timeout 300 /tmp/zkf/gpu_bench check "$out/check" > "$out/check.log" 2>&1
+      timeout 480 /tmp/zkf/gpu_bench check "$out/check" > "$out/check.log" 2>&1
       crc=$?
       [ $crc -ne 0 ] && rc=1
       # A kernel that hangs in the check would hang the benchmark too: skip it then. (The

@@ -8,11 +8,10 @@
 #include "spmv/spmv.cuh"
 #include "keygen/fixed_base.cuh"
 
-ZKF_MSM_ENTRY_POINTS(g1, zkf::fp_t)
-ZKF_MSM_ENTRY_POINTS(g2, zkf::fp2)
+ZKF_MSM_ENTRY_POINTS(g1, zkf::fp_t, true)
+ZKF_MSM_ENTRY_POINTS(g2, zkf::fp2, true)
 ZKF_MSM_AFFINE_ENTRY_POINT(g1, zkf::fp_t, true)
-ZKF_MSM_AFFINE_ENTRY_POINT(g2, zkf::fp2, false)
-ZKF_MSM_AFFINE_DENSE_ENTRY_POINT(g1, zkf::fp_t)
+ZKF_MSM_AFFINE_ENTRY_POINT(g2, zkf::fp2, true)
 ZKF_KEYGEN_ENTRY_POINT(g1, zkf::fp_t)
 ZKF_KEYGEN_ENTRY_POINT(g2, zkf::fp2)
 ZKF_DECODE_ENTRY_POINT(g1, zkf::fp_t)

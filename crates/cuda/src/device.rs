@@ -76,8 +76,6 @@ fn driver_present() -> bool {
 pub(crate) struct MsmKernels {
     pub accumulate: CudaFunction,
     pub accumulate_affine: CudaFunction,
-    /// Registers capped for 4 blocks an SM (G1 only).
-    pub accumulate_affine_dense: Option<CudaFunction>,
     pub bucket_reduce: CudaFunction,
     pub reduce_groups: CudaFunction,
     pub sum_ones: CudaFunction,
@@ -215,7 +213,6 @@ impl CudaDevice {
             Ok(MsmKernels {
                 accumulate: f(&format!("msm_accumulate_{g}"))?,
                 accumulate_affine: f(&format!("msm_accumulate_affine_{g}"))?,
-                accumulate_affine_dense: f(&format!("msm_accumulate_affine_dense_{g}")).ok(),
                 bucket_reduce: f(&format!("msm_bucket_reduce_{g}"))?,
                 reduce_groups: f(&format!("msm_reduce_groups_{g}"))?,
                 sum_ones: f(&format!("msm_sum_ones_{g}"))?,

@@ -21,8 +21,6 @@ pub struct MsmOptions {
     pub min_chunk: u32,
     /// How bucket points are added up.
     pub accumulate: Accumulate,
-    /// Batch-affine (G1) capped at 128 registers: 4 blocks an SM, not 3 (docs/gpu.md step 5).
-    pub affine_dense: bool,
     /// Print each MSM's per-phase device times to stderr (tuning; it adds a sync per phase).
     pub profile: bool,
 }
@@ -45,7 +43,6 @@ impl Default for MsmOptions {
             windows_per_batch: None,
             min_chunk: 0,
             accumulate: Accumulate::Auto,
-            affine_dense: false,
             profile: false,
         }
     }

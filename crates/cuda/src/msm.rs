@@ -12,10 +12,11 @@ use crate::device::{
 use crate::host::{g1_from_xyzz, g2_from_xyzz, scalars_as_u64, Accumulate, MsmOptions};
 use crate::CudaError;
 use blstrs::{G1Projective, G2Projective, Scalar};
-use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
 use group::Group;
 use plan::{
-    affine_launch, affine_state_bytes, chunk_len, max_heads, WindowPlan, AFFINE_BLOCK, CHUNK,
+    affine_launch, affine_state_bytes, chunk_len, max_heads, ones_launch, WindowPlan, AFFINE_BLOCK,
+    CHUNK, ONES_BLOCK, ONES_GROUP,
 };
 use profile::Profile;
 
@@ -23,12 +24,11 @@ use profile::Profile;
 const SCAN_TILE: u32 = 8192;
 /// Partials one block sums per level of the tree that turns segments into window sums.
 const REDUCE_GROUP: u32 = 256;
-/// Blocks summing the bases of scalars equal to 1 (then one block sums their partials).
-const ONES_BLOCKS: u64 = 2048;
 /// Fewest slots for which `Accumulate::Auto` takes batch-affine (each step's inversion is shared
-/// by the slots): measured on the H200, H at 2^27 (42 slots) 734 → 666 ms of accumulation, L
-/// (17 slots) 88.9 → 91.3, B_G1 (5 slots) 24.6 → 37.4.
-const AFFINE_MIN_SLOTS: u64 = 32;
+/// by the slots). Measured on the H200 at 4 blocks an SM (docs/gpu.md step 8), accumulation
+/// XYZZ → batch-affine: H at 2^27 (32 slots) 715 → 621 ms, PoRep's L (13 slots) 86.5 → 82.0,
+/// B_G1 (4 slots) 23.8 → 36.4; a cost of a + b/slots through the last two breaks even at ~11.
+const AFFINE_MIN_SLOTS: u64 = 12;
 
 pub(crate) trait Curve {
     type Proj: Group + Copy;
@@ -182,21 +182,8 @@ impl CudaDevice {
                 Accumulate::Affine => true,
             };
             let forced = opts.accumulate == Accumulate::Affine;
-            let affine_kernel = match (&ker.accumulate_affine_dense, opts.affine_dense) {
-                (Some(dense), true) => dense,
-                _ => &ker.accumulate_affine,
-            };
             let resident = if affine {
-                use cudarc::driver::sys::CUdevice_attribute as A;
-                let sms = self
-                    .ctx
-                    .attribute(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
-                let per_sm = affine_kernel.occupancy_max_active_blocks_per_multiprocessor(
-                    AFFINE_BLOCK as u32,
-                    0,
-                    None,
-                )?;
-                sms.max(1) as u64 * per_sm.max(1) as u64 * AFFINE_BLOCK
+                self.resident_threads(&ker.accumulate_affine, AFFINE_BLOCK)?
             } else {
                 0
             };
@@ -212,9 +199,8 @@ impl CudaDevice {
                 None
             };
             prof.note(format!(
-                "c={c} signed={} windows={nwin} per_batch={wb} affine={affine} dense={}",
-                opts.signed,
-                affine && opts.affine_dense
+                "c={c} signed={} windows={nwin} per_batch={wb} affine={affine}",
+                opts.signed
             ));
             let mut sums = Vec::with_capacity(nwin as usize);
 
@@ -254,7 +240,7 @@ impl CudaDevice {
                     .filter(|_| forced || slots >= AFFINE_MIN_SLOTS);
                 if let Some(state) = state {
                     let slots = slots as u32;
-                    let mut b = st.launch_builder(affine_kernel);
+                    let mut b = st.launch_builder(&ker.accumulate_affine);
                     b.arg(bases)
                         .arg(&offs)
                         .arg(&idx)
@@ -321,40 +307,67 @@ impl CudaDevice {
             }
         }
         if ones > 0 {
-            let t = C::REDUCE_THREADS;
-            let mut list = unsafe { st.alloc::<u32>(ones as usize) }?;
-            let mut listed = st.alloc_zeros::<u32>(1)?;
-            let mut b = st.launch_builder(&self.k.msm_list_ones);
-            b.arg(&sc).arg(&n64).arg(&mut list).arg(&mut listed);
-            unsafe { b.launch(grid(n64, 256)) }?;
-            let blocks = (ones.div_ceil(t as u64)).min(ONES_BLOCKS) as u32;
-            let mut partials = unsafe { st.alloc::<u64>(blocks as usize * xl) }?;
-            let mut out = unsafe { st.alloc::<u64>(xl) }?;
-            let shared = t * xl as u32 * 8;
-            let count = ones as u32;
-            let mut b = st.launch_builder(&ker.sum_ones);
-            b.arg(bases).arg(&list).arg(&count).arg(&mut partials);
-            unsafe {
-                b.launch(LaunchConfig {
-                    grid_dim: (blocks, 1, 1),
-                    block_dim: (t, 1, 1),
-                    shared_mem_bytes: shared,
-                })
-            }?;
-            let mut b = st.launch_builder(&ker.reduce_groups);
-            b.arg(&partials).arg(&blocks).arg(&mut out);
-            unsafe {
-                b.launch(LaunchConfig {
-                    grid_dim: (1, 1, 1),
-                    block_dim: (t, 1, 1),
-                    shared_mem_bytes: shared,
-                })
-            }?;
-            acc += C::from_xyzz(&self.read_back(&out, xl)?);
+            acc += self.sum_ones::<C>(bases, &sc, n64, ones)?;
             prof.mark("ones")?;
         }
         prof.report(&format!("n={n} tail={tail} ones={ones}"));
         Ok(acc)
+    }
+
+    /// Threads of `kernel` in blocks of `block` the GPU runs at once: batch-affine and the
+    /// sum of the ones launch one wave of them.
+    fn resident_threads(&self, kernel: &CudaFunction, block: u64) -> Result<u64, CudaError> {
+        use cudarc::driver::sys::CUdevice_attribute as A;
+        let sms = self
+            .ctx
+            .attribute(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
+        let per_sm =
+            kernel.occupancy_max_active_blocks_per_multiprocessor(block as u32, 0, None)?;
+        Ok(sms.max(1) as u64 * per_sm.max(1) as u64 * block)
+    }
+
+    /// Σ bases[i] over the `ones` scalars of `sc` equal to 1: their indices listed, the list
+    /// summed by one wave of threads (a partial each), the partials added up in groups.
+    fn sum_ones<C: Curve>(
+        &self,
+        bases: &CudaSlice<u64>,
+        sc: &CudaSlice<u64>,
+        n: u64,
+        ones: u64,
+    ) -> Result<C::Proj, CudaError> {
+        let ker = C::kernels(self);
+        let st = &self.stream;
+        let xl = C::XYZZ_LIMBS;
+        let mut list = unsafe { st.alloc::<u32>(ones as usize) }?;
+        let mut listed = st.alloc_zeros::<u32>(1)?;
+        let mut b = st.launch_builder(&self.k.msm_list_ones);
+        b.arg(sc).arg(&n).arg(&mut list).arg(&mut listed);
+        unsafe { b.launch(grid(n, 256)) }?;
+
+        let resident = self.resident_threads(&ker.sum_ones, ONES_BLOCK)?;
+        let (threads, groups) = ones_launch(ones, resident);
+        let mut partials = unsafe { st.alloc::<u64>(threads as usize * xl) }?;
+        let count = ones as u32;
+        let mut b = st.launch_builder(&ker.sum_ones);
+        b.arg(bases).arg(&list).arg(&count).arg(&mut partials);
+        unsafe { b.launch(grid(threads, ONES_BLOCK as u32)) }?;
+
+        let t = C::REDUCE_THREADS;
+        let cfg = |blocks: u32| LaunchConfig {
+            grid_dim: (blocks, 1, 1),
+            block_dim: (t, 1, 1),
+            shared_mem_bytes: t * xl as u32 * 8,
+        };
+        let (group, groups) = (ONES_GROUP as u32, groups as u32);
+        let mut sums = unsafe { st.alloc::<u64>(groups as usize * xl) }?;
+        let mut b = st.launch_builder(&ker.reduce_groups);
+        b.arg(&partials).arg(&group).arg(&mut sums);
+        unsafe { b.launch(cfg(groups)) }?;
+        let mut out = unsafe { st.alloc::<u64>(xl) }?;
+        let mut b = st.launch_builder(&ker.reduce_groups);
+        b.arg(&sums).arg(&groups).arg(&mut out);
+        unsafe { b.launch(cfg(1)) }?;
+        Ok(C::from_xyzz(&self.read_back(&out, xl)?))
     }
 
     /// Σ scalars[i]·bases[i] over the first scalars.len() resident G1 bases, cut as this

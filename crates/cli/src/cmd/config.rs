@@ -101,8 +101,6 @@ pub struct GpuSection {
     pub msm_windows_per_batch: u32,
     /// Least sorted entries one accumulation thread adds; 0: the chunk sizing's own choice.
     pub msm_min_chunk: u32,
-    /// Batch-affine accumulation with its registers capped for 4 blocks an SM.
-    pub msm_affine_dense: bool,
     /// Each MSM's per-phase device times on stderr.
     pub msm_profile: bool,
     /// Bases per chunk of a streamed MSM.
@@ -119,7 +117,6 @@ impl Default for GpuSection {
             msm_window_bits: 0,
             msm_windows_per_batch: 0,
             msm_min_chunk: 0,
-            msm_affine_dense: false,
             msm_profile: false,
             stream_chunk: CudaOptions::default().stream_chunk,
         }
@@ -149,7 +146,6 @@ impl GpuSection {
                 window_bits: auto(self.msm_window_bits),
                 windows_per_batch: auto(self.msm_windows_per_batch),
                 min_chunk: self.msm_min_chunk,
-                affine_dense: self.msm_affine_dense,
                 profile: self.msm_profile,
                 ..MsmOptions::default()
             },
@@ -166,7 +162,6 @@ impl GpuSection {
             format!("msm_window_bits = {}", self.msm_window_bits),
             format!("msm_windows_per_batch = {}", self.msm_windows_per_batch),
             format!("msm_min_chunk = {}", self.msm_min_chunk),
-            format!("msm_affine_dense = {}", self.msm_affine_dense),
             format!("msm_profile = {}", self.msm_profile),
             format!("stream_chunk = {}", self.stream_chunk),
         ]

@@ -51,7 +51,6 @@ const KEYS: &[&str] = &[
     "msm_window_bits",
     "msm_windows_per_batch",
     "msm_min_chunk",
-    "msm_affine_dense",
     "msm_profile",
     "stream_chunk",
 ];

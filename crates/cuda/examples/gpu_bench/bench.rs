@@ -227,7 +227,7 @@ fn bench_porep(dev: &CudaDevice, seed: u64, rows: &mut Table) {
         ..MsmOptions::default()
     };
     let (xyzz, affine) = (Accumulate::Xyzz, Accumulate::Affine);
-    for o in [cut(xyzz), cut(affine), dense(MsmOptions::default())] {
+    for o in [cut(xyzz), cut(affine)] {
         dev.msm_g1_resident_with(&g1, &h, &profiled(o)).unwrap();
         let v = time_ms(dev, 3, |d| d.msm_g1_resident_with(&g1, &h, &o).unwrap());
         rows.add(format!("H 2^27 random, {}", opts_label(&o)), v);
@@ -240,7 +240,9 @@ fn bench_porep(dev: &CudaDevice, seed: u64, rows: &mut Table) {
         d.msm_g1_resident_with(&g1, &b, o).unwrap();
         d.msm_g2_resident_with(&g2, &b, o).unwrap();
     };
-    five(dev, &profiled(MsmOptions::default()));
+    for o in [MsmOptions::default(), cut(xyzz), cut(affine)] {
+        five(dev, &profiled(o));
+    }
     for (name, s) in [("L", &l), ("A", &a), ("B_G1", &b)] {
         let v = time_ms(dev, 3, |d| d.msm_g1_resident(&g1, s).unwrap());
         rows.add(format!("PoRep {name} ({} scalars)", s.len()), v);
@@ -253,7 +255,7 @@ fn bench_porep(dev: &CudaDevice, seed: u64, rows: &mut Table) {
         let v = time_ms(dev, 3, |d| d.msm_g2_resident_with(&g2, &b, &o).unwrap());
         rows.add(format!("PoRep B_G2, {}", opts_label(&o)), v);
     }
-    for o in [MsmOptions::default(), dense(MsmOptions::default())] {
+    for o in [MsmOptions::default(), cut(affine)] {
         let v = time_ms(dev, 3, |d| five(d, &o));
         let name = format!("PoRep MSM phase (5 MSMs), {}", opts_label(&o));
         rows.add(name, v);

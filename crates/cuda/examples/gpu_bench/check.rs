@@ -85,23 +85,16 @@ pub(crate) fn check(dev: &CudaDevice, seed: u64, out_dir: &str) {
                 check_msm_g1_with(dev, n, kinds, seed ^ 0x7a ^ n as u64, &o, &mut res);
             }
         }
-        // Batch-affine with its registers capped (4 blocks an SM): the same sums. Forced at
-        // 2^25 too ("big"): there a thread gets 26 chunks, under the default's 32.
-        for (n, kinds) in [(4097, &all[..]), ((1 << 20) - 3, &["random", "sparse"][..])] {
-            let o = dense(acc(affine, None));
-            check_msm_g1_with(dev, n, kinds, seed ^ 0x7c ^ n as u64, &o, &mut res);
-        }
     }
     if want("big") {
         // 2^25: one batch of all 13 windows, 26 chunks a thread under batch-affine (the H MSM's
-        // 2^27 gets 32). The default takes XYZZ here (under 32), so batch-affine is forced below,
-        // capped and as the product runs it; the smaller checks above force it with few chunks.
+        // 2^27 gets 32). The default takes XYZZ here (under 32), so batch-affine is forced below;
+        // the smaller checks above force it with few chunks. PoRep's mix adds 15 M ones (summed
+        // by one wave of threads, a partial each) to a tail of 3.4 M scalars.
         check_msm_g1(dev, 1 << 25, &["random"], seed ^ 0x2000000, &mut res);
-        let o = dense(acc(Accumulate::Affine, None));
-        check_msm_g1_with(dev, 1 << 25, &["random"], seed ^ 0x2000001, &o, &mut res);
-        // The product's batch-affine kernel (its products called out of line).
         let o = acc(Accumulate::Affine, None);
         check_msm_g1_with(dev, 1 << 25, &["random"], seed ^ 0x2000002, &o, &mut res);
+        check_msm_g1_with(dev, 1 << 25, &["porep"], seed ^ 0x2000003, &o, &mut res);
     }
     if want("g2") {
         for n in [1usize, 2, 3] {

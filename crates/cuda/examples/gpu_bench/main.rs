@@ -31,14 +31,6 @@ fn median(mut v: Vec<f32>) -> f32 {
     v[v.len() / 2]
 }
 
-/// `o` with batch-affine accumulation at 4 blocks an SM (registers capped).
-fn dense(o: MsmOptions) -> MsmOptions {
-    MsmOptions {
-        affine_dense: true,
-        ..o
-    }
-}
-
 /// `o`, printing each MSM's phase times to stderr.
 fn profiled(o: MsmOptions) -> MsmOptions {
     MsmOptions { profile: true, ..o }

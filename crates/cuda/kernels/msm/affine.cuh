@@ -5,35 +5,14 @@
 // (prefix product, two products back out of the inverse, λ, λ², y3) against 10 for an XYZZ
 // mixed addition; the price is the per-chunk state (x, y and the prefix product) in device
 // memory instead of registers, about 0.5 KB of traffic per addition for G1.
+// COMPACT: the field products called out of line (ff/called.cuh). Inlined, the loop is tens of
+// KB of code and its warps waited on instruction fetch 15% of their cycles; called, G1 needs 112
+// registers instead of 138 and its accumulation at 2^27 took 621 ms instead of 658 (docs/gpu.md
+// step 7).
 #pragma once
 #include "pippenger.cuh"
 
 namespace zkf {
-
-// 1/a, 0 for a = 0. sppark's inversion pairs each lane with its neighbour through full-warp
-// shuffles: every lane of the warp must call it at the same point.
-__device__ __forceinline__ fp_t recip_of(const fp_t& a) { return a.reciprocal(); }
-__device__ __forceinline__ fp2 recip_of(const fp2& a)
-{
-    const fp_t t = (sqr_of(a.c0) + sqr_of(a.c1)).reciprocal();
-    return fp2(a.c0 * t, -(a.c1 * t));
-}
-
-// Field products for the batch-affine loop: inlined, or (COMPACT) one out-of-line copy that
-// every call site uses. Inlined, the loop's six products and the inversion are tens of KB of
-// code, and Nsight Compute found its warps waiting on instruction fetch 15% of their cycles
-// ("no instruction"); called, G1 needs 112 registers instead of 138 and its accumulation at
-// 2^27 took 621 ms instead of 658 (docs/gpu.md step 7). G2 keeps them inlined (not measured).
-template<class F> __device__ __noinline__ F mul_called(const F& a, const F& b) { return a * b; }
-template<class F> __device__ __noinline__ F sqr_called(const F& a) { return sqr_of(a); }
-template<class F> __device__ __noinline__ F recip_called(const F& a) { return recip_of(a); }
-
-template<bool COMPACT, class F>
-__device__ __forceinline__ F mul_of(const F& a, const F& b)
-{   if (COMPACT) return mul_called(a, b); return a * b;   }
-template<bool COMPACT, class F>
-__device__ __forceinline__ F square_of(const F& a)
-{   if (COMPACT) return sqr_called(a); return sqr_of(a);   }
 
 template<class F>
 __device__ __forceinline__ void store_affine_as_xyzz(xyzz<F>* out, const F& x, const F& y,
@@ -131,8 +110,7 @@ __device__ void accumulate_affine(const affine<F>* bases, const uint32_t* offs,
             pre[c] = r;
             r = mul_of<COMPACT>(r, d);
         }
-        F rinv;
-        if (COMPACT) rinv = recip_called(r); else rinv = recip_of(r);
+        F rinv = reciprocal_of<COMPACT>(r);
         for (int j = (int)M - 1; j >= 0; j--) {
             const uint64_t bit = 1ull << j;
             if (!((add | dbl) & bit)) continue;
@@ -178,16 +156,3 @@ msm_accumulate_affine_##G(const zkf::affine<F>* bases, const uint32_t* offs,    
                           const uint32_t* idx, uint32_t nb, uint32_t K, uint32_t M,             \
                           uint4* scratch, zkf::xyzz<F>* sums, zkf::xyzz<F>* heads)              \
 {   zkf::accumulate_affine<COMPACT, F>(bases, offs, idx, nb, K, M, scratch, sums, heads);   }
-
-// The same kernel with its registers capped at 128, so that 4 blocks of 128 threads share an SM
-// instead of 3: the G1 kernel is latency-bound at 3 (ncu at 2^27: 57% SM, 36% memory, 17%
-// occupancy; ptxas: 138 registers uncapped, 128 and 128 bytes spilled to L1 capped).
-// `MsmOptions::affine_dense` picks it. Its products stay inlined; the default G1 kernel, with
-// them called out of line, now fits 4 blocks an SM without the cap (112 registers), so this
-// variant only remains for comparison (docs/gpu.md steps 5 and 7).
-#define ZKF_MSM_AFFINE_DENSE_ENTRY_POINT(G, F)                                                  \
-extern "C" __global__ void __launch_bounds__(128, 4)                                            \
-msm_accumulate_affine_dense_##G(const zkf::affine<F>* bases, const uint32_t* offs,              \
-                                const uint32_t* idx, uint32_t nb, uint32_t K, uint32_t M,       \
-                                uint4* scratch, zkf::xyzz<F>* sums, zkf::xyzz<F>* heads)        \
-{   zkf::accumulate_affine<false, F>(bases, offs, idx, nb, K, M, scratch, sums, heads);   }

@@ -11,8 +11,9 @@ namespace zkf {
 // a window, about 64 ± 8 points each, a warp waited for its fullest lane). A bucket that begins
 // in this chunk is written to sums[bucket]; the piece of a bucket begun by an earlier chunk (at
 // most one, the first) goes to heads[t], and bucket_reduce adds a bucket's heads to its sum.
-// The host takes K ≥ √(fullest bucket), so that chain of heads stays short too.
-template<class F>
+// The host takes K ≥ √(fullest bucket), so that chain of heads stays short too. COMPACT: the
+// mixed addition's products called out of line (ff/called.cuh).
+template<bool COMPACT, class F>
 __device__ void accumulate(const affine<F>* bases, const uint32_t* offs, const uint32_t* idx,
                            uint32_t nb, uint32_t K, xyzz<F>* sums, xyzz<F>* heads)
 {
@@ -39,25 +40,26 @@ __device__ void accumulate(const affine<F>* bases, const uint32_t* offs, const u
             next = offs[b + 1];
         }
         const uint32_t e = idx[k];
-        acc.add_affine(bases[e & 0x7fffffffu], e >> 31);
+        acc.template add_affine<COMPACT>(bases[e & 0x7fffffffu], e >> 31);
     }
     if (head) heads[t] = acc; else sums[b] = acc;
 }
 
-template<class F>
+template<bool COMPACT, class F>
 __device__ void mul_small(xyzz<F>& r, const xyzz<F>& p, uint32_t m)
 {
     r.inf();
     for (int bit = 31 - __clz(m | 1); bit >= 0; bit--) {
-        r.dbl();
-        if ((m >> bit) & 1) r.add(p);
+        r.template dbl<COMPACT>();
+        if ((m >> bit) & 1) r.template add<COMPACT>(p);
     }
 }
 
 // Σ_s (s+1)·B_s for one segment [lo, lo+len) of one window's bucket slots, via the running-sum
 // trick (which yields Σ (s-lo+1)·B_s) plus lo·Σ B_s; segments make the reduction parallel.
 // B_s is its chunk sum plus the heads of the chunks that continued it; empty slots are skipped.
-template<class F>
+// COMPACT: the additions' products called out of line.
+template<bool COMPACT, class F>
 __device__ void bucket_reduce(const xyzz<F>* sums, const xyzz<F>* heads, const uint32_t* offs,
                               uint32_t K, uint32_t cb, uint32_t wb, uint32_t len,
                               xyzz<F>* partials)
@@ -74,16 +76,16 @@ __device__ void bucket_reduce(const xyzz<F>* sums, const xyzz<F>* heads, const u
     for (int d = (int)(lo + len) - 1; d >= (int)lo; d--) {
         const uint32_t b = base + d, o0 = offs[b], o1 = offs[b + 1];
         if (o1 > o0) {
-            run.add(sums[b]);
+            run.template add<COMPACT>(sums[b]);
             for (uint32_t h = o0 / K + 1; h <= (o1 - 1) / K; h++)
-                run.add(heads[h]);
+                run.template add<COMPACT>(heads[h]);
         }
-        acc.add(run);
+        acc.template add<COMPACT>(run);
     }
     if (lo > 0) {
         xyzz<F> m;
-        mul_small(m, run, lo);
-        acc.add(m);
+        mul_small<COMPACT>(m, run, lo);
+        acc.template add<COMPACT>(m);
     }
     partials[t] = acc;
 }
@@ -122,34 +124,36 @@ __device__ void reduce_groups(const xyzz<F>* in, uint32_t gsize, xyzz<F>* out)
 // Σ bases[idx[k]] over the list of scalars equal to 1 (msm_list_ones): Filecoin witnesses are
 // mostly bits, and these points need one addition each instead of a pass through every window.
 // Walking the list rather than every scalar keeps all lanes adding (with 45% ones, a warp over
-// the scalars added on fewer than half its lanes).
-template<class F>
+// the scalars added on fewer than half its lanes). Each thread writes its own partial and
+// reduce_groups adds them up: a block sum here would put the full addition's registers into
+// this kernel (196 for G1, 2 blocks an SM, where the mixed addition alone needs 120, 4).
+template<bool COMPACT, class F>
 __device__ void sum_listed(const affine<F>* bases, const uint32_t* idx, uint32_t count,
                            xyzz<F>* partials)
 {
     xyzz<F> acc;
     acc.inf();
     for (uint64_t k = global_tid(); k < count; k += (uint64_t)gridDim.x * blockDim.x)
-        acc.add_affine(bases[idx[k]]);
-    block_sum_store(acc, partials + blockIdx.x);
+        acc.template add_affine<COMPACT>(bases[idx[k]]);
+    partials[global_tid()] = acc;
 }
 
 } // namespace zkf
 
-#define ZKF_MSM_ENTRY_POINTS(G, F)                                                              \
+#define ZKF_MSM_ENTRY_POINTS(G, F, COMPACT)                                                     \
 extern "C" __global__ void msm_accumulate_##G(const zkf::affine<F>* bases, const uint32_t* offs,\
                                               const uint32_t* idx, uint32_t nb, uint32_t K,     \
                                               zkf::xyzz<F>* sums, zkf::xyzz<F>* heads)          \
-{   zkf::accumulate<F>(bases, offs, idx, nb, K, sums, heads);   }                               \
+{   zkf::accumulate<COMPACT, F>(bases, offs, idx, nb, K, sums, heads);   }                      \
 extern "C" __global__ void msm_bucket_reduce_##G(const zkf::xyzz<F>* sums,                      \
                                                  const zkf::xyzz<F>* heads,                     \
                                                  const uint32_t* offs, uint32_t K, uint32_t cb, \
                                                  uint32_t wb, uint32_t len,                     \
                                                  zkf::xyzz<F>* partials)                        \
-{   zkf::bucket_reduce<F>(sums, heads, offs, K, cb, wb, len, partials);   }                     \
+{   zkf::bucket_reduce<COMPACT, F>(sums, heads, offs, K, cb, wb, len, partials);   }            \
 extern "C" __global__ void msm_reduce_groups_##G(const zkf::xyzz<F>* in, uint32_t gsize,        \
                                                  zkf::xyzz<F>* out)                             \
 {   zkf::reduce_groups<F>(in, gsize, out);   }                                                  \
 extern "C" __global__ void msm_sum_ones_##G(const zkf::affine<F>* bases, const uint32_t* idx,   \
                                             uint32_t count, zkf::xyzz<F>* partials)             \
-{   zkf::sum_listed<F>(bases, idx, count, partials);   }
+{   zkf::sum_listed<COMPACT, F>(bases, idx, count, partials);   }

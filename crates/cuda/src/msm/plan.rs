@@ -2,7 +2,7 @@
 //! accumulation chunks, and the device bytes all of it takes (which the VRAM budget reserves).
 
 use super::{Curve, G1, G2};
-use crate::host::MsmOptions;
+use crate::host::{Accumulate, MsmOptions};
 
 /// Scalars are below r < 2^255, so 255 bits cover every plain digit; signed digits need one
 /// more window bit for the last carry (`windows`).
@@ -145,11 +145,37 @@ pub(super) fn affine_launch(chunks: u64, resident: u64) -> (u64, u64) {
 /// Device bytes of batch-affine chunk state for a batch of `entries` sorted entries, whatever
 /// chunk length `chunk_len` picks (never below the least one, so never more chunks than this):
 /// per chunk x, y and a prefix product (three coordinate-field elements, a quarter of an XYZZ
-/// point each) and two u32.
+/// point each) and two u32, for every slot of the launch (up to a block's worth of slots past
+/// the last chunk).
 pub(super) fn affine_state_bytes(entries: u64, point_bytes: u64) -> u64 {
     let least = (entries / TARGET_THREADS).clamp(MIN_CHUNK as u64, CHUNK as u64);
     let chunks = entries.div_ceil(least);
     (chunks + AFFINE_BLOCK * AFFINE_MAX_SLOTS) * (3 * point_bytes / 4 + 8)
+}
+
+/// Threads a block of the sum of the bases whose scalar is 1, and partials one block of the
+/// reduction after it adds up.
+pub(super) const ONES_BLOCK: u64 = 128;
+pub(super) const ONES_GROUP: u64 = 256;
+/// Most threads that sum runs: one wave on the largest GPUs (132 SMs × 2048 threads is 2^18
+/// and 8 Ki more), each leaving an XYZZ partial.
+const ONES_MAX_THREADS: u64 = 1 << 18;
+
+/// Threads (whole groups) summing a list of `ones` bases: as many as the GPU runs at once
+/// (`resident`), never more than the list has entries; and the groups of their partials.
+pub(super) fn ones_launch(ones: u64, resident: u64) -> (u64, u64) {
+    let threads = resident
+        .min(ONES_MAX_THREADS)
+        .min(ones)
+        .max(1)
+        .next_multiple_of(ONES_GROUP);
+    (threads, threads / ONES_GROUP)
+}
+
+/// Device bytes of the sum of up to `ones` listed bases: the list, a partial a thread and one
+/// a group.
+pub(super) fn ones_bytes(ones: u64, point_bytes: u64) -> u64 {
+    4 * ones + (ONES_MAX_THREADS + ONES_MAX_THREADS / ONES_GROUP) * point_bytes
 }
 
 /// Upper bound on the device bytes `msm_core` allocates for `n` scalars of a curve whose
@@ -165,13 +191,15 @@ pub(crate) fn scratch_bytes(n: usize, xyzz_limbs: usize, opts: &MsmOptions) -> u
     let nb = plan.batch_slots();
     let heads = max_heads(n * wb);
     let segs = nb >> plan.segment_bits();
-    let affine = if xyzz_limbs == G1::XYZZ_LIMBS {
-        G1::AFFINE
-    } else {
-        G2::AFFINE
+    let affine = match opts.accumulate {
+        Accumulate::Auto if xyzz_limbs == G1::XYZZ_LIMBS => G1::AFFINE,
+        Accumulate::Auto => G2::AFFINE,
+        Accumulate::Xyzz => false,
+        Accumulate::Affine => true,
     };
-    32 * n
-        + 4 * nwin * slots
+    // The converted scalars live through the whole MSM; the buckets' buffers are freed
+    // before the sum of the ones allocates its own.
+    let buckets = 4 * nwin * slots
         + 4 * n * wb
         + 12 * nb
         + (nb + heads + 2 * segs) * point
@@ -179,8 +207,8 @@ pub(crate) fn scratch_bytes(n: usize, xyzz_limbs: usize, opts: &MsmOptions) -> u
             affine_state_bytes(n * wb, point)
         } else {
             0
-        }
-        + (4 << 20)
+        };
+    32 * n + buckets.max(ones_bytes(n, point)) + (4 << 20)
 }
 
 #[cfg(test)]
@@ -227,6 +255,37 @@ mod tests {
                 assert!(slots <= AFFINE_MAX_SLOTS);
             }
         }
+    }
+
+    #[test]
+    fn ones_launch_covers_the_list_within_its_reservation() {
+        for ones in [1u64, 255, 256, 257, 4097, 1 << 20, 58_566_866, 1 << 27] {
+            for resident in [128u64, 50_688, 67_584, 270_336] {
+                let (threads, groups) = ones_launch(ones, resident);
+                assert!(threads % ONES_GROUP == 0 && threads % ONES_BLOCK == 0);
+                assert_eq!(groups * ONES_GROUP, threads);
+                assert!(threads <= ONES_MAX_THREADS && threads < ones + ONES_GROUP);
+                for point in [192u64, 384] {
+                    let used = 4 * ones + (threads + groups) * point;
+                    assert!(used <= ones_bytes(ones, point), "{ones} {resident} {point}");
+                }
+            }
+        }
+        // One wave of the G1 kernel at 4 blocks an SM on 132 SMs sums PoRep's 58.6 M ones.
+        assert_eq!(ones_launch(58_566_866, 132 * 4 * 128), (67_584, 264));
+    }
+
+    #[test]
+    fn forced_batch_affine_is_reserved_for() {
+        // G2 accumulates in XYZZ unless asked: asked, its chunk state must be reserved too.
+        let forced = MsmOptions {
+            accumulate: Accumulate::Affine,
+            ..MsmOptions::default()
+        };
+        let n = 1 << 20;
+        let state = affine_state_bytes(n as u64, 384);
+        let xyzz = scratch_bytes(n, 48, &MsmOptions::default());
+        assert!(scratch_bytes(n, 48, &forced) >= xyzz + state);
     }
 
     #[test]
