@@ -38,6 +38,14 @@ pub(crate) trait Curve {
     const XYZZ_LIMBS: usize;
     /// Threads per block in the shared-memory point reductions (their XYZZ must fit 48 KiB).
     const REDUCE_THREADS: u32;
+    /// `blocks` blocks of `reduce_groups`, a thread's XYZZ point each in shared memory.
+    fn reduce_launch(blocks: u32) -> LaunchConfig {
+        LaunchConfig {
+            grid_dim: (blocks, 1, 1),
+            block_dim: (Self::REDUCE_THREADS, 1, 1),
+            shared_mem_bytes: Self::REDUCE_THREADS * Self::XYZZ_LIMBS as u32 * 8,
+        }
+    }
     fn kernels(d: &CudaDevice) -> &MsmKernels;
     fn from_xyzz(l: &[u64]) -> Self::Proj;
 }
@@ -275,21 +283,15 @@ impl CudaDevice {
                 unsafe { b.launch(grid(wcur as u64 * nseg as u64, 128)) }?;
                 prof.mark("bucket_reduce")?;
                 // Segment partials to window sums: groups of REDUCE_GROUP, then the rest.
-                let t = C::REDUCE_THREADS;
-                let cfg = |blocks: u32| LaunchConfig {
-                    grid_dim: (blocks, 1, 1),
-                    block_dim: (t, 1, 1),
-                    shared_mem_bytes: t * xl as u32 * 8,
-                };
                 let g1 = REDUCE_GROUP.min(nseg);
                 let rest = nseg / g1;
                 let mut b = st.launch_builder(&ker.reduce_groups);
                 b.arg(&partials).arg(&g1).arg(&mut partials2);
-                unsafe { b.launch(cfg(wcur * rest)) }?;
+                unsafe { b.launch(C::reduce_launch(wcur * rest)) }?;
                 if rest > 1 {
                     let mut b = st.launch_builder(&ker.reduce_groups);
                     b.arg(&partials2).arg(&rest).arg(&mut partials);
-                    unsafe { b.launch(cfg(wcur)) }?;
+                    unsafe { b.launch(C::reduce_launch(wcur)) }?;
                 }
                 prof.mark("window_sum")?;
                 let wins = if rest > 1 { &partials } else { &partials2 };
@@ -352,21 +354,15 @@ impl CudaDevice {
         b.arg(bases).arg(&list).arg(&count).arg(&mut partials);
         unsafe { b.launch(grid(threads, ONES_BLOCK as u32)) }?;
 
-        let t = C::REDUCE_THREADS;
-        let cfg = |blocks: u32| LaunchConfig {
-            grid_dim: (blocks, 1, 1),
-            block_dim: (t, 1, 1),
-            shared_mem_bytes: t * xl as u32 * 8,
-        };
         let (group, groups) = (ONES_GROUP as u32, groups as u32);
         let mut sums = unsafe { st.alloc::<u64>(groups as usize * xl) }?;
         let mut b = st.launch_builder(&ker.reduce_groups);
         b.arg(&partials).arg(&group).arg(&mut sums);
-        unsafe { b.launch(cfg(groups)) }?;
+        unsafe { b.launch(C::reduce_launch(groups)) }?;
         let mut out = unsafe { st.alloc::<u64>(xl) }?;
         let mut b = st.launch_builder(&ker.reduce_groups);
         b.arg(&sums).arg(&groups).arg(&mut out);
-        unsafe { b.launch(cfg(1)) }?;
+        unsafe { b.launch(C::reduce_launch(1)) }?;
         Ok(C::from_xyzz(&self.read_back(&out, xl)?))
     }
 
