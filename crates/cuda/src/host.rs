@@ -21,6 +21,10 @@ pub struct MsmOptions {
     pub min_chunk: u32,
     /// How bucket points are added up.
     pub accumulate: Accumulate,
+    /// Chunks a batch-affine thread aims to walk side by side, sharing each step's inversion:
+    /// its chunks shorten (to 64 entries at least) until the GPU's resident threads get this
+    /// many (at most 64). 0 keeps the XYZZ accumulation's chunks (256 entries for big batches).
+    pub affine_slots: u32,
     /// Print each MSM's per-phase device times to stderr (tuning; it adds a sync per phase).
     pub profile: bool,
 }
@@ -43,6 +47,7 @@ impl Default for MsmOptions {
             windows_per_batch: None,
             min_chunk: 0,
             accumulate: Accumulate::Auto,
+            affine_slots: 64,
             profile: false,
         }
     }

@@ -15,8 +15,8 @@ use blstrs::{G1Projective, G2Projective, Scalar};
 use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
 use group::Group;
 use plan::{
-    affine_launch, affine_state_bytes, chunk_len, max_heads, ones_launch, WindowPlan, AFFINE_BLOCK,
-    CHUNK, ONES_BLOCK, ONES_GROUP,
+    affine_chunk_len, affine_launch, affine_state_bytes, chunk_len, max_heads, ones_launch,
+    WindowPlan, AFFINE_BLOCK, ONES_BLOCK, ONES_GROUP,
 };
 use profile::Profile;
 
@@ -25,9 +25,11 @@ const SCAN_TILE: u32 = 8192;
 /// Partials one block sums per level of the tree that turns segments into window sums.
 const REDUCE_GROUP: u32 = 256;
 /// Fewest slots for which `Accumulate::Auto` takes batch-affine (each step's inversion is shared
-/// by the slots). Measured on the H200 at 4 blocks an SM (docs/gpu.md step 8), accumulation
-/// XYZZ → batch-affine: H at 2^27 (32 slots) 715 → 621 ms, PoRep's L (13 slots) 86.5 → 82.0,
-/// B_G1 (4 slots) 23.8 → 36.4; a cost of a + b/slots through the last two breaks even at ~11.
+/// by the slots), counted with batch-affine's own chunks (`affine_chunk_len`). Measured on the
+/// H200 at 4 blocks an SM with 256-entry chunks (docs/gpu.md step 8), accumulation XYZZ →
+/// batch-affine: H at 2^27 (32 slots) 715 → 621 ms, PoRep's L (13 slots) 86.5 → 82.0, B_G1
+/// (4 slots) 23.8 → 36.4; a cost of a + b/slots through the last two breaks even at ~11. With
+/// chunks shortened for 64 slots (step 9) B_G1 gets 13 and takes it: 38.3 → 36.9 ms in all.
 const AFFINE_MIN_SLOTS: u64 = 12;
 
 pub(crate) trait Curve {
@@ -195,11 +197,14 @@ impl CudaDevice {
             } else {
                 0
             };
-            // Auto: batch-affine where a full-size batch gives each thread enough slots.
-            let affine = affine
-                && (forced
-                    || affine_launch((tail * wb as u64).div_ceil(CHUNK as u64), resident).0
-                        >= AFFINE_MIN_SLOTS);
+            // Auto: batch-affine for a batch whose chunks give each thread enough slots.
+            let affine_slots = |entries: u64, fullest: u32| {
+                let k = affine_chunk_len(entries, fullest, resident, opts);
+                let (slots, threads) = affine_launch(entries.div_ceil(k as u64), resident);
+                (k, slots, threads)
+            };
+            let affine =
+                affine && (forced || affine_slots(tail * wb as u64, 0).1 >= AFFINE_MIN_SLOTS);
             let mut state = if affine {
                 let bytes = affine_state_bytes(tail * wb as u64, point);
                 Some(unsafe { st.alloc::<u64>(bytes.div_ceil(8) as usize) }?)
@@ -240,12 +245,15 @@ impl CudaDevice {
                 unsafe { b.launch(grid(nbc as u64, 256)) }?;
                 let fullest = self.read_back(&maxc, 1)?[0];
                 let entries = tail * wcur as u64;
-                let k = chunk_len(entries, fullest, opts);
-                let chunks = entries.div_ceil(k as u64);
-                let (slots, threads) = affine_launch(chunks, resident);
+                let (ka, slots, threads) = affine_slots(entries, fullest);
                 let state = state
                     .as_mut()
                     .filter(|_| forced || slots >= AFFINE_MIN_SLOTS);
+                let k = if state.is_some() {
+                    ka
+                } else {
+                    chunk_len(entries, fullest, opts)
+                };
                 if let Some(state) = state {
                     let slots = slots as u32;
                     let mut b = st.launch_builder(&ker.accumulate_affine);
@@ -260,6 +268,7 @@ impl CudaDevice {
                         .arg(&mut heads);
                     unsafe { b.launch(grid(threads, AFFINE_BLOCK as u32)) }?;
                 } else {
+                    let chunks = entries.div_ceil(k as u64);
                     let mut b = st.launch_builder(&ker.accumulate);
                     b.arg(bases)
                         .arg(&offs)

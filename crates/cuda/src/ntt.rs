@@ -24,7 +24,7 @@ pub(crate) struct DevTables {
 }
 
 /// Twiddles and constants, uploaded once per device and shared by every handle: the h step
-/// then queues its seven NTTs without a single host round trip, so a busy host (synthesis on
+/// then queues its six NTTs without a single host round trip, so a busy host (synthesis on
 /// every core) cannot stall the GPU between them.
 #[derive(Default)]
 pub(crate) struct NttCache {
@@ -305,12 +305,17 @@ impl CudaDevice {
     }
 
     /// As h_from_device; `natural` runs the earlier chain (seven natural-order transforms, seven
-    /// bit reversals) instead of DIF/DIT pairs, for benchmarks to compare.
+    /// bit reversals) instead of the six-transform one, for benchmarks to compare.
     ///
-    /// Pairs: an inverse DIF leaves a, b, c's coefficients bit-reversed, which is the order a
-    /// forward DIT takes; that DIT's first pass applies n^-1·g^j as it loads (j the coefficient's
-    /// index), so the coset evaluations come out in natural order with no bit reversal and no
-    /// scaling pass. Only the last inverse transform ends with one (h in natural order).
+    /// Six transforms: h = coset-iNTT((A·B − C)/Z on the coset) and the coset inverse is
+    /// linear, so it splits into coset-iNTT(A·B)/Z(g) − coset-iNTT(C)/Z(g); C has degree < m,
+    /// so its coset inverse is its coefficients, iNTT(c), and C needs no coset evaluation.
+    /// The identity is exact for any a, b, c, so h equals the seven-transform chain's (and
+    /// bellperson's) to the byte. An inverse DIF leaves a and b's coefficients bit-reversed,
+    /// the order a forward DIT takes; that DIT's first pass applies n^-1·g^j as it loads (j the
+    /// coefficient's index), so the coset evaluations come out in natural order with no bit
+    /// reversal and no scaling pass. The last inverse DIF and c's leave bit-reversed order;
+    /// `h_finish` reverses both as it subtracts and scales.
     pub fn h_from_device_with(
         &self,
         a: DeviceScalars,
@@ -326,7 +331,9 @@ impl CudaDevice {
             )));
         }
         let log_m = log2_len(m)?;
-        let mut bufs = vec![a.buf, b.buf, c.buf];
+        if natural {
+            return self.h_natural_chain(a, b, c, log_m);
+        }
         let g = Scalar::MULTIPLICATIVE_GENERATOR;
         let twist = self.tables_from("coset_ninv", log_m.max(1), || {
             let mut t = pow_tables(g, log_m.max(1));
@@ -336,14 +343,52 @@ impl CudaDevice {
             }
             t
         })?;
+        let (mut da, mut db, mut dc) = (a.buf, b.buf, c.buf);
+        for d in [&mut da, &mut db] {
+            self.passes(d, log_m, NttDirection::Inverse, false, None)?;
+            self.passes(d, log_m, NttDirection::Forward, true, Some(&twist))?;
+        }
+        self.passes(&mut dc, log_m, NttDirection::Inverse, false, None)?;
+        let n = m as u64;
+        let mut l = self.stream.launch_builder(&self.k.h_combine);
+        l.arg(&mut da).arg(&db).arg(&0u64).arg(&n).arg(&0u64);
+        unsafe { l.launch(grid(n, 256)) }?;
+        drop(db);
+        self.passes(&mut da, log_m, NttDirection::Inverse, false, None)?;
+        let cst = self.constants("zinv_ninv", log_m, || {
+            vec![coset_z_inv(m) * Scalar::from(n).invert().unwrap()]
+        })?;
+        let icoset = self.tables("icoset", log_m.max(1), || g.invert().unwrap())?;
+        let mut l = self.stream.launch_builder(&self.k.h_finish);
+        l.arg(&mut da)
+            .arg(&dc)
+            .arg(&log_m)
+            .arg(&*cst)
+            .arg(&icoset.lo)
+            .arg(&icoset.hi)
+            .arg(&icoset.lb);
+        unsafe { l.launch(grid(n, 256)) }?;
+        drop(dc);
+        Ok(DeviceScalars {
+            buf: da,
+            len: m - 1,
+        })
+    }
+
+    /// The earlier h chain: a, b, c each through a natural-order inverse and coset forward NTT,
+    /// t = (a·b − c)·Z(g)^-1, one natural-order coset inverse NTT.
+    fn h_natural_chain(
+        &self,
+        a: DeviceScalars,
+        b: DeviceScalars,
+        c: DeviceScalars,
+        log_m: u32,
+    ) -> Result<DeviceScalars, CudaError> {
+        let m = a.len;
+        let mut bufs = vec![a.buf, b.buf, c.buf];
         for d in bufs.iter_mut() {
-            if natural {
-                self.ntt_on_device(d, log_m, NttDirection::Inverse, false)?;
-                self.ntt_on_device(d, log_m, NttDirection::Forward, true)?;
-            } else {
-                self.passes(d, log_m, NttDirection::Inverse, false, None)?;
-                self.passes(d, log_m, NttDirection::Forward, true, Some(&twist))?;
-            }
+            self.ntt_on_device(d, log_m, NttDirection::Inverse, false)?;
+            self.ntt_on_device(d, log_m, NttDirection::Forward, true)?;
         }
         let zinv = self.constants("zinv", log_m, || vec![coset_z_inv(m)])?;
         let mut da = bufs.remove(0);

@@ -318,13 +318,18 @@ pub fn porep_scalars(n: usize, seed: u64) -> Vec<Scalar> {
 /// Short label of MSM options for check and bench names.
 pub fn opts_label(o: &MsmOptions) -> String {
     format!(
-        "{}{}{}",
+        "{}{}{}{}",
         if o.signed { "signed" } else { "plain" },
         o.window_bits.map_or(String::new(), |c| format!(" c={c}")),
         match o.accumulate {
             Accumulate::Auto => "",
             Accumulate::Xyzz => " xyzz",
             Accumulate::Affine => " affine",
+        },
+        if o.affine_slots == MsmOptions::default().affine_slots {
+            String::new()
+        } else {
+            format!(" slots={}", o.affine_slots)
         }
     )
 }

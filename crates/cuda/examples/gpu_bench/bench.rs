@@ -126,7 +126,7 @@ pub(crate) fn bench(dev: &CudaDevice, seed: u64, out_dir: &str, what: &str) {
         rows.add(format!("G1 MSM 2^{l} 90% 0/1, 10% random (resident)"), v);
     }
     if want("hchain") {
-        // The h step at 2^27 on the device: the earlier natural-order chain (seven bit
+        // The h step at 2^27 on the device: the earlier natural-order chain (seven NTTs, seven bit
         // reversals) against DIF/DIT pairs, interleaved; a, b, c copied on the device per call.
         let l = 27u32;
         let up = |k: u64| {
@@ -145,11 +145,11 @@ pub(crate) fn bench(dev: &CudaDevice, seed: u64, out_dir: &str, what: &str) {
                 }
             }
             let chain = if natural {
-                "natural order"
+                "natural order (7 NTTs)"
             } else {
-                "DIF/DIT pairs"
+                "DIF/DIT pairs (6 NTTs)"
             };
-            rows.add(format!("h step 2^{l} on device, {chain} (7 NTTs)"), v);
+            rows.add(format!("h step 2^{l} on device, {chain}"), v);
         }
     }
     if want("porep") {
@@ -259,5 +259,19 @@ fn bench_porep(dev: &CudaDevice, seed: u64, rows: &mut Table) {
         let v = time_ms(dev, 3, |d| five(d, &o));
         let name = format!("PoRep MSM phase (5 MSMs), {}", opts_label(&o));
         rows.add(name, v);
+    }
+    // Batch-affine's chunks sized for this many slots a thread (0: the XYZZ chunks).
+    for slots in [0u32, 32, 64] {
+        let o = MsmOptions {
+            affine_slots: slots,
+            ..MsmOptions::default()
+        };
+        five(dev, &profiled(o));
+        for (name, s) in [("H", &h), ("L", &l), ("B_G1", &b)] {
+            let v = time_ms(dev, 3, |d| d.msm_g1_resident_with(&g1, s, &o).unwrap());
+            rows.add(format!("PoRep {name}, {}", opts_label(&o)), v);
+        }
+        let v = time_ms(dev, 3, |d| five(d, &o));
+        rows.add(format!("PoRep MSM phase (5 MSMs), {}", opts_label(&o)), v);
     }
 }

@@ -87,12 +87,16 @@ pub(crate) fn check(dev: &CudaDevice, seed: u64, out_dir: &str) {
         }
     }
     if want("big") {
-        // 2^25: one batch of all 13 windows, 26 chunks a thread under batch-affine (the H MSM's
-        // 2^27 gets 32). The default takes XYZZ here (under 32), so batch-affine is forced below;
-        // the smaller checks above force it with few chunks. PoRep's mix adds 15 M ones (summed
-        // by one wave of threads, a partial each) to a tail of 3.4 M scalars.
+        // 2^25: one batch of all 13 windows. The default takes batch-affine with chunks
+        // shortened to ~101 entries (64 a thread, as the H MSM's 2^27 gets); below it is forced
+        // with the XYZZ accumulation's chunks (256, 26 a thread), as `affine_slots` 0 cuts
+        // them. The smaller checks above force it with few chunks. PoRep's mix adds 15 M ones
+        // (summed by one wave of threads, a partial each) to a tail of 3.4 M scalars.
         check_msm_g1(dev, 1 << 25, &["random"], seed ^ 0x2000000, &mut res);
-        let o = acc(Accumulate::Affine, None);
+        let o = MsmOptions {
+            affine_slots: 0,
+            ..acc(Accumulate::Affine, None)
+        };
         check_msm_g1_with(dev, 1 << 25, &["random"], seed ^ 0x2000002, &o, &mut res);
         check_msm_g1_with(dev, 1 << 25, &["porep"], seed ^ 0x2000003, &o, &mut res);
     }

@@ -31,6 +31,13 @@ const BUCKET_WEIGHT: u64 = 9;
 /// (the kernel keeps per-chunk bits in 64-bit masks).
 pub(super) const AFFINE_BLOCK: u64 = 128;
 const AFFINE_MAX_SLOTS: u64 = 64;
+/// Least chunk `affine_chunk_len` shortens to.
+const AFFINE_MIN_CHUNK: u32 = 64;
+/// Most chunk heads a bucket gets from shortened chunks: a bucket reduction thread adds its
+/// segment's heads one after another, so a window of few, full buckets (the top window of
+/// the H MSM: 2^15 buckets of 4,096 entries) would make its chains long (41 ms against 9 for
+/// that window at chunks of 64; docs/gpu.md step 9).
+const AFFINE_MAX_HEADS: u32 = 8;
 
 /// The windows of one MSM over `tail` scalars other than 0 and 1.
 pub(super) struct WindowPlan {
@@ -122,14 +129,53 @@ fn windows_per_batch(tail: u64, c: u32, point_bytes: u64, opts: &MsmOptions) -> 
 /// `fullest`: CHUNK, less for small batches (down to MIN_CHUNK), more for a very full bucket,
 /// and at least `opts.min_chunk`.
 pub(super) fn chunk_len(entries: u64, fullest: u32, opts: &MsmOptions) -> u32 {
-    let k = (entries / TARGET_THREADS).clamp(MIN_CHUNK as u64, CHUNK as u64) as u32;
-    let k = k.max(opts.min_chunk);
+    let k = least_chunk(entries).max(opts.min_chunk);
     k.max((fullest as f64).sqrt() as u32)
 }
 
-/// Chunk heads a batch of `entries` sorted entries can produce (one per chunk).
+/// The chunk `chunk_len` never goes below for a batch of `entries`.
+fn least_chunk(entries: u64) -> u32 {
+    (entries / TARGET_THREADS).clamp(MIN_CHUNK as u64, CHUNK as u64) as u32
+}
+
+/// Batch-affine's chunk: `chunk_len`'s, shortened until the `resident` threads walk
+/// `opts.affine_slots` chunks each (the step's inversion shared by more additions), never
+/// below AFFINE_MIN_CHUNK (each chunk costs a bucket search and a head), nor below
+/// fullest/AFFINE_MAX_HEADS, √fullest or `opts.min_chunk`. affine_slots 0 keeps `chunk_len`'s.
+pub(super) fn affine_chunk_len(
+    entries: u64,
+    fullest: u32,
+    resident: u64,
+    opts: &MsmOptions,
+) -> u32 {
+    let k = chunk_len(entries, fullest, opts);
+    if opts.affine_slots == 0 {
+        return k;
+    }
+    let slots = (opts.affine_slots as u64).min(AFFINE_MAX_SLOTS);
+    let short = entries
+        .div_ceil(resident.max(1) * slots)
+        .max(AFFINE_MIN_CHUNK as u64)
+        .max((fullest / AFFINE_MAX_HEADS) as u64);
+    k.min(short as u32)
+        .max(opts.min_chunk)
+        .max((fullest as f64).sqrt() as u32)
+}
+
+/// Most chunks either accumulation cuts a batch of `entries` sorted entries, or of fewer,
+/// into: the least chunk is ⌊entries/TARGET_THREADS⌋ in the middle range (at most 1/16 more
+/// chunks than TARGET_THREADS from its rounding), else MIN_CHUNK, CHUNK or AFFINE_MIN_CHUNK,
+/// which grow with the entries.
+fn max_chunks(entries: u64) -> u64 {
+    let least = least_chunk(entries).min(AFFINE_MIN_CHUNK) as u64;
+    entries
+        .div_ceil(least)
+        .max(TARGET_THREADS + TARGET_THREADS / 8)
+}
+
+/// Chunk heads a batch of `entries` sorted entries, or of fewer, can produce (one per chunk).
 pub(super) fn max_heads(entries: u64) -> u64 {
-    (entries / CHUNK as u64).max(TARGET_THREADS + TARGET_THREADS / 8) + 2
+    max_chunks(entries) + 2
 }
 
 /// Chunks one thread walks side by side in batch-affine accumulation of `chunks` chunks, and
@@ -142,15 +188,13 @@ pub(super) fn affine_launch(chunks: u64, resident: u64) -> (u64, u64) {
     (slots, threads)
 }
 
-/// Device bytes of batch-affine chunk state for a batch of `entries` sorted entries, whatever
-/// chunk length `chunk_len` picks (never below the least one, so never more chunks than this):
-/// per chunk x, y and a prefix product (three coordinate-field elements, a quarter of an XYZZ
-/// point each) and two u32, for every slot of the launch (up to a block's worth of slots past
-/// the last chunk).
+/// Device bytes of batch-affine chunk state for a batch of `entries` sorted entries, or of
+/// fewer, whatever chunk length `affine_chunk_len` picks (never below the least one, so never
+/// more chunks than this): per chunk x, y and a prefix product (three coordinate-field
+/// elements, a quarter of an XYZZ point each) and two u32, for every slot of the launch (up to
+/// a block's worth of slots past the last chunk).
 pub(super) fn affine_state_bytes(entries: u64, point_bytes: u64) -> u64 {
-    let least = (entries / TARGET_THREADS).clamp(MIN_CHUNK as u64, CHUNK as u64);
-    let chunks = entries.div_ceil(least);
-    (chunks + AFFINE_BLOCK * AFFINE_MAX_SLOTS) * (3 * point_bytes / 4 + 8)
+    (max_chunks(entries) + AFFINE_BLOCK * AFFINE_MAX_SLOTS) * (3 * point_bytes / 4 + 8)
 }
 
 /// Threads a block of the sum of the bases whose scalar is 1, and partials one block of the
@@ -253,6 +297,71 @@ mod tests {
                 assert!(slots * threads >= chunks && threads % AFFINE_BLOCK == 0);
                 assert!(slots * threads <= chunks + AFFINE_BLOCK * AFFINE_MAX_SLOTS);
                 assert!(slots <= AFFINE_MAX_SLOTS);
+            }
+        }
+    }
+
+    #[test]
+    fn affine_chunks_give_the_slots_asked_for() {
+        // The H MSM's batch of 4 windows of 2^27 on an H200 at 4 blocks an SM.
+        let (entries, resident) = (1u64 << 29, 67_584);
+        let slots = |affine_slots| {
+            let opts = MsmOptions {
+                affine_slots,
+                ..MsmOptions::default()
+            };
+            let k = affine_chunk_len(entries, 300, resident, &opts);
+            let (slots, threads) = affine_launch(entries.div_ceil(k as u64), resident);
+            assert!(threads <= resident, "{affine_slots}: one wave");
+            (k, slots)
+        };
+        assert_eq!(slots(0), (CHUNK, 32));
+        assert_eq!(slots(32), (249, 32));
+        assert_eq!(slots(64), (125, 64));
+        // Never longer than the XYZZ chunk, never below AFFINE_MIN_CHUNK, fullest/8 nor
+        // √fullest: the H MSM's top window alone (2^27 entries in 2^15 buckets) keeps 256.
+        let opts = MsmOptions::default();
+        assert_eq!(affine_chunk_len(1 << 31, 0, resident, &opts), CHUNK);
+        assert_eq!(
+            affine_chunk_len(1 << 26, 0, resident, &opts),
+            AFFINE_MIN_CHUNK
+        );
+        assert_eq!(affine_chunk_len(1 << 26, 800, resident, &opts), 100);
+        assert_eq!(affine_chunk_len(1 << 27, 4200, resident, &opts), CHUNK);
+        assert_eq!(affine_chunk_len(1 << 29, 1 << 20, resident, &opts), 1 << 10);
+    }
+
+    #[test]
+    fn chunks_fit_the_heads_and_state_reserved_for_a_larger_batch() {
+        let cuts = [0u32, 32, 64].map(|affine_slots| MsmOptions {
+            affine_slots,
+            ..MsmOptions::default()
+        });
+        let sizes = [
+            1u64,
+            100,
+            1 << 20,
+            (17 << 17) - 1,
+            17 << 17,
+            1 << 24,
+            1 << 29,
+            3 << 28,
+        ];
+        for (i, &full) in sizes.iter().enumerate() {
+            for &entries in &sizes[..=i] {
+                for resident in [128u64, 67_584, 270_336] {
+                    for opts in &cuts {
+                        let xyzz = entries.div_ceil(chunk_len(entries, 0, opts) as u64);
+                        let k = affine_chunk_len(entries, 0, resident, opts);
+                        let (slots, threads) = affine_launch(entries.div_ceil(k as u64), resident);
+                        assert!(xyzz.max(entries.div_ceil(k as u64)) + 2 <= max_heads(full));
+                        let state = slots * threads * (3 * 192 / 4 + 8);
+                        assert!(
+                            state <= affine_state_bytes(full, 192),
+                            "{entries} in {full}"
+                        );
+                    }
+                }
             }
         }
     }
