@@ -76,6 +76,7 @@ fn driver_present() -> bool {
 pub(crate) struct MsmKernels {
     pub accumulate: CudaFunction,
     pub accumulate_affine: CudaFunction,
+    pub fold_heads: CudaFunction,
     pub bucket_reduce: CudaFunction,
     pub reduce_groups: CudaFunction,
     pub sum_ones: CudaFunction,
@@ -214,6 +215,7 @@ impl CudaDevice {
             Ok(MsmKernels {
                 accumulate: f(&format!("msm_accumulate_{g}"))?,
                 accumulate_affine: f(&format!("msm_accumulate_affine_{g}"))?,
+                fold_heads: f(&format!("msm_fold_heads_{g}"))?,
                 bucket_reduce: f(&format!("msm_bucket_reduce_{g}"))?,
                 reduce_groups: f(&format!("msm_reduce_groups_{g}"))?,
                 sum_ones: f(&format!("msm_sum_ones_{g}"))?,

@@ -280,11 +280,17 @@ impl CudaDevice {
                     unsafe { b.launch(grid(chunks, 128)) }?;
                 }
                 prof.mark("accumulate")?;
-                let mut b = st.launch_builder(&ker.bucket_reduce);
-                b.arg(&sums_buf)
+                let mut b = st.launch_builder(&ker.fold_heads);
+                b.arg(&mut sums_buf)
                     .arg(&heads)
                     .arg(&offs)
-                    .arg(&k)
+                    .arg(&nbc)
+                    .arg(&k);
+                unsafe { b.launch(grid(nbc as u64, 128)) }?;
+                prof.mark("fold_heads")?;
+                let mut b = st.launch_builder(&ker.bucket_reduce);
+                b.arg(&sums_buf)
+                    .arg(&offs)
                     .arg(&cb)
                     .arg(&wcur)
                     .arg(&len)

@@ -10,7 +10,7 @@ namespace zkf {
 // most threads idle once buckets averaged fewer points than the fullest held: with 2^21 buckets
 // a window, about 64 ± 8 points each, a warp waited for its fullest lane). A bucket that begins
 // in this chunk is written to sums[bucket]; the piece of a bucket begun by an earlier chunk (at
-// most one, the first) goes to heads[t], and bucket_reduce adds a bucket's heads to its sum.
+// most one, the first) goes to heads[t], and fold_heads adds a bucket's heads to its sum.
 // The host takes K ≥ √(fullest bucket), so that chain of heads stays short too. COMPACT: the
 // mixed addition's products called out of line (ff/called.cuh).
 template<bool COMPACT, class F>
@@ -55,14 +55,35 @@ __device__ void mul_small(xyzz<F>& r, const xyzz<F>& p, uint32_t m)
     }
 }
 
+// Adds to each bucket's sum the heads of the chunks that continued it (chunks o0/K + 1 ..
+// (o1 − 1)/K), a thread a bucket, so that bucket_reduce reads one point a slot. (bucket_reduce
+// once added them itself, a segment's heads one after another in one thread: a window of few,
+// full buckets — the H MSM's top window, 2^15 buckets of ~4,096 entries — made that chain long
+// once batch-affine chunks shortened; docs/gpu.md step 9.) The host takes K ≥ √(fullest), so
+// no thread here adds more than √(fullest) heads.
+template<bool COMPACT, class F>
+__device__ void fold_heads(xyzz<F>* sums, const xyzz<F>* heads, const uint32_t* offs,
+                           uint32_t nb, uint32_t K)
+{
+    const uint64_t b = global_tid();
+    if (b >= nb) return;
+    const uint32_t o0 = offs[b], o1 = offs[b + 1];
+    if (o1 == o0) return;
+    const uint32_t last = (o1 - 1) / K;
+    uint32_t h = o0 / K + 1;
+    if (h > last) return;
+    xyzz<F> acc = sums[b];
+    for (; h <= last; h++) acc.template add<COMPACT>(heads[h]);
+    sums[b] = acc;
+}
+
 // Σ_s (s+1)·B_s for one segment [lo, lo+len) of one window's bucket slots, via the running-sum
 // trick (which yields Σ (s-lo+1)·B_s) plus lo·Σ B_s; segments make the reduction parallel.
-// B_s is its chunk sum plus the heads of the chunks that continued it; empty slots are skipped.
+// B_s is the bucket's sum with its chunks' heads folded in; empty slots are skipped.
 // COMPACT: the additions' products called out of line.
 template<bool COMPACT, class F>
-__device__ void bucket_reduce(const xyzz<F>* sums, const xyzz<F>* heads, const uint32_t* offs,
-                              uint32_t K, uint32_t cb, uint32_t wb, uint32_t len,
-                              xyzz<F>* partials)
+__device__ void bucket_reduce(const xyzz<F>* sums, const uint32_t* offs, uint32_t cb,
+                              uint32_t wb, uint32_t len, xyzz<F>* partials)
 {
     const uint64_t t = global_tid();
     const uint32_t nseg = (1u << cb) / len;
@@ -74,12 +95,8 @@ __device__ void bucket_reduce(const xyzz<F>* sums, const xyzz<F>* heads, const u
     run.inf();
     acc.inf();
     for (int d = (int)(lo + len) - 1; d >= (int)lo; d--) {
-        const uint32_t b = base + d, o0 = offs[b], o1 = offs[b + 1];
-        if (o1 > o0) {
-            run.template add<COMPACT>(sums[b]);
-            for (uint32_t h = o0 / K + 1; h <= (o1 - 1) / K; h++)
-                run.template add<COMPACT>(heads[h]);
-        }
+        const uint32_t b = base + d;
+        if (offs[b + 1] > offs[b]) run.template add<COMPACT>(sums[b]);
         acc.template add<COMPACT>(run);
     }
     if (lo > 0) {
@@ -145,12 +162,13 @@ extern "C" __global__ void msm_accumulate_##G(const zkf::affine<F>* bases, const
                                               const uint32_t* idx, uint32_t nb, uint32_t K,     \
                                               zkf::xyzz<F>* sums, zkf::xyzz<F>* heads)          \
 {   zkf::accumulate<COMPACT, F>(bases, offs, idx, nb, K, sums, heads);   }                      \
-extern "C" __global__ void msm_bucket_reduce_##G(const zkf::xyzz<F>* sums,                      \
-                                                 const zkf::xyzz<F>* heads,                     \
-                                                 const uint32_t* offs, uint32_t K, uint32_t cb, \
-                                                 uint32_t wb, uint32_t len,                     \
+extern "C" __global__ void msm_fold_heads_##G(zkf::xyzz<F>* sums, const zkf::xyzz<F>* heads,    \
+                                              const uint32_t* offs, uint32_t nb, uint32_t K)    \
+{   zkf::fold_heads<COMPACT, F>(sums, heads, offs, nb, K);   }                                  \
+extern "C" __global__ void msm_bucket_reduce_##G(const zkf::xyzz<F>* sums, const uint32_t* offs, \
+                                                 uint32_t cb, uint32_t wb, uint32_t len,        \
                                                  zkf::xyzz<F>* partials)                        \
-{   zkf::bucket_reduce<COMPACT, F>(sums, heads, offs, K, cb, wb, len, partials);   }            \
+{   zkf::bucket_reduce<COMPACT, F>(sums, offs, cb, wb, len, partials);   }                      \
 extern "C" __global__ void msm_reduce_groups_##G(const zkf::xyzz<F>* in, uint32_t gsize,        \
                                                  zkf::xyzz<F>* out)                             \
 {   zkf::reduce_groups<F>(in, gsize, out);   }                                                  \

@@ -33,11 +33,6 @@ pub(super) const AFFINE_BLOCK: u64 = 128;
 const AFFINE_MAX_SLOTS: u64 = 64;
 /// Least chunk `affine_chunk_len` shortens to.
 const AFFINE_MIN_CHUNK: u32 = 64;
-/// Most chunk heads a bucket gets from shortened chunks: a bucket reduction thread adds its
-/// segment's heads one after another, so a window of few, full buckets (the top window of
-/// the H MSM: 2^15 buckets of 4,096 entries) would make its chains long (41 ms against 9 for
-/// that window at chunks of 64; docs/gpu.md step 9).
-const AFFINE_MAX_HEADS: u32 = 8;
 
 /// The windows of one MSM over `tail` scalars other than 0 and 1.
 pub(super) struct WindowPlan {
@@ -140,8 +135,9 @@ fn least_chunk(entries: u64) -> u32 {
 
 /// Batch-affine's chunk: `chunk_len`'s, shortened until the `resident` threads walk
 /// `opts.affine_slots` chunks each (the step's inversion shared by more additions), never
-/// below AFFINE_MIN_CHUNK (each chunk costs a bucket search and a head), nor below
-/// fullest/AFFINE_MAX_HEADS, √fullest or `opts.min_chunk`. affine_slots 0 keeps `chunk_len`'s.
+/// below AFFINE_MIN_CHUNK (each chunk costs a bucket search and a head to fold), √fullest (so
+/// no bucket has more heads than that) or `opts.min_chunk`. affine_slots 0 keeps
+/// `chunk_len`'s.
 pub(super) fn affine_chunk_len(
     entries: u64,
     fullest: u32,
@@ -155,8 +151,7 @@ pub(super) fn affine_chunk_len(
     let slots = (opts.affine_slots as u64).min(AFFINE_MAX_SLOTS);
     let short = entries
         .div_ceil(resident.max(1) * slots)
-        .max(AFFINE_MIN_CHUNK as u64)
-        .max((fullest / AFFINE_MAX_HEADS) as u64);
+        .max(AFFINE_MIN_CHUNK as u64);
     k.min(short as u32)
         .max(opts.min_chunk)
         .max((fullest as f64).sqrt() as u32)
@@ -318,16 +313,15 @@ mod tests {
         assert_eq!(slots(0), (CHUNK, 32));
         assert_eq!(slots(32), (249, 32));
         assert_eq!(slots(64), (125, 64));
-        // Never longer than the XYZZ chunk, never below AFFINE_MIN_CHUNK, fullest/8 nor
-        // √fullest: the H MSM's top window alone (2^27 entries in 2^15 buckets) keeps 256.
+        // Never longer than the XYZZ chunk, never below AFFINE_MIN_CHUNK nor √fullest: the
+        // H MSM's top window alone (2^27 entries in 2^15 buckets) gets 64, 31 slots.
         let opts = MsmOptions::default();
         assert_eq!(affine_chunk_len(1 << 31, 0, resident, &opts), CHUNK);
         assert_eq!(
             affine_chunk_len(1 << 26, 0, resident, &opts),
             AFFINE_MIN_CHUNK
         );
-        assert_eq!(affine_chunk_len(1 << 26, 800, resident, &opts), 100);
-        assert_eq!(affine_chunk_len(1 << 27, 4200, resident, &opts), CHUNK);
+        assert_eq!(affine_chunk_len(1 << 27, 4200, resident, &opts), 64);
         assert_eq!(affine_chunk_len(1 << 29, 1 << 20, resident, &opts), 1 << 10);
     }
 
