@@ -197,14 +197,15 @@ impl CudaDevice {
             } else {
                 0
             };
-            // Auto: batch-affine for a batch whose chunks give each thread enough slots.
-            let affine_slots = |entries: u64, fullest: u32| {
+            // A batch's batch-affine cut: its chunk, slots a thread and threads. Auto takes
+            // batch-affine for a batch whose chunks give each thread enough slots.
+            let affine_cut = |entries: u64, fullest: u32| {
                 let k = affine_chunk_len(entries, fullest, resident, opts);
                 let (slots, threads) = affine_launch(entries.div_ceil(k as u64), resident);
                 (k, slots, threads)
             };
             let affine =
-                affine && (forced || affine_slots(tail * wb as u64, 0).1 >= AFFINE_MIN_SLOTS);
+                affine && (forced || affine_cut(tail * wb as u64, 0).1 >= AFFINE_MIN_SLOTS);
             let mut state = if affine {
                 let bytes = affine_state_bytes(tail * wb as u64, point);
                 Some(unsafe { st.alloc::<u64>(bytes.div_ceil(8) as usize) }?)
@@ -245,7 +246,7 @@ impl CudaDevice {
                 unsafe { b.launch(grid(nbc as u64, 256)) }?;
                 let fullest = self.read_back(&maxc, 1)?[0];
                 let entries = tail * wcur as u64;
-                let (ka, slots, threads) = affine_slots(entries, fullest);
+                let (ka, slots, threads) = affine_cut(entries, fullest);
                 let state = state
                     .as_mut()
                     .filter(|_| forced || slots >= AFFINE_MIN_SLOTS);
