@@ -1,9 +1,23 @@
 //! Admission: what a submission may add to the queue, and the `request_id` rules. A client
 //! that submits faster than the GPUs prove meets a clear refusal (the server answers
 //! RESOURCE_EXHAUSTED, which cuzk's clients retry) instead of growing the daemon's memory.
+//!
+//! Two rules shape it, both from how Curio drives a prover:
+//! - **A retry is a resubmission.** Curio's scheduler answers any failure by submitting the
+//!   same `request_id` and payload again (PoRep up to 10 times). A job that ended FAILED or
+//!   CANCELLED is therefore started again; a COMPLETED one returns its proof; an unfinished
+//!   one is the same job. A different payload under an id whose job has ended replaces it (a
+//!   new C1 for the same sector after a reorg); under an unfinished job it is refused.
+//! - **Urgent work is never refused for bulk load.** Each class of priority has room of its
+//!   own: Low and Normal jobs are counted against `max_queued_jobs` with every unfinished job;
+//!   High jobs against `max_urgent_jobs` with the High and Critical ones only; Critical jobs
+//!   against `max_urgent_jobs` with the Critical ones only. However many PoRep jobs are queued,
+//!   a WinningPoSt (tried once: a refusal is a lost block) finds room.
+
+use zkforge_circuits::ProofKind;
 
 use crate::config::EngineConfig;
-use crate::job::{Job, JobId};
+use crate::job::{Job, JobId, JobOutcome, Priority};
 use crate::jobs::Jobs;
 
 /// Longest `request_id` kept: ids are idempotency keys (UUIDs, "porep-<miner>-<sector>"), and
@@ -14,18 +28,28 @@ pub const MAX_REQUEST_ID_BYTES: usize = 256;
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum SubmitError {
     #[error(
-        "the daemon holds {unfinished} unfinished jobs, its limit (engine.max_queued_jobs = \
-         {limit}); submit again when some have finished"
+        "the daemon holds {unfinished} unfinished{class} jobs, its limit ({knob} = {limit}); \
+         submit again when some have finished"
     )]
-    TooManyJobs { unfinished: usize, limit: usize },
+    TooManyJobs {
+        class: &'static str,
+        knob: &'static str,
+        unfinished: usize,
+        limit: usize,
+    },
     #[error(
-        "unfinished jobs hold {held} bytes of requests and this one is {bytes}: more than \
-         engine.max_queued_request_bytes ({limit}); submit again when some have finished"
+        "unfinished{class} jobs hold {held} bytes of requests and this one is {bytes}: more \
+         than engine.max_queued_request_bytes ({limit}); submit again when some have finished"
     )]
-    TooManyBytes { held: u64, bytes: u64, limit: u64 },
+    TooManyBytes {
+        class: &'static str,
+        held: u64,
+        bytes: u64,
+        limit: u64,
+    },
     #[error(
-        "request_id {request_id:?} is job {job}, submitted with a different payload: use a new \
-         request_id for a new request"
+        "request_id {request_id:?} is job {job}, still running with a different payload: use a \
+         new request_id for a new request, or submit this one again once that job has ended"
     )]
     RequestIdReused { request_id: String, job: JobId },
     #[error("request_id is {len} bytes; at most {MAX_REQUEST_ID_BYTES}")]
@@ -42,54 +66,163 @@ impl SubmitError {
     }
 }
 
-/// What the submission of `request_id` (with `digest`, `bytes`) resolves to: an existing job
-/// for a known id with the same payload, else room for a new one or a refusal.
+/// What a submission resolves to.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Admission {
+    /// The id's job, unfinished or completed, for the same payload: answer with it.
+    Existing(JobId),
+    /// A new job, with room for it; it takes over the id from the ended job it names, if any.
+    New { replaces: Option<JobId> },
+}
+
+/// A submission as admission sees it.
+pub(crate) struct Candidate<'a> {
+    pub kind: ProofKind,
+    pub priority: Priority,
+    pub request_id: Option<&'a str>,
+    /// `None` from in-process callers: the same id is then the same request.
+    pub digest: Option<[u8; 32]>,
+    pub bytes: u64,
+}
+
+/// Decides what `c` resolves to under the id rules and the room of its priority class.
 pub(crate) fn admit(
     jobs: &Jobs,
     config: &EngineConfig,
-    request_id: Option<&str>,
-    digest: Option<[u8; 32]>,
-    bytes: u64,
-) -> Result<Option<JobId>, SubmitError> {
-    if let Some(r) = request_id {
+    c: &Candidate<'_>,
+) -> Result<Admission, SubmitError> {
+    let mut replaces = None;
+    if let Some(r) = c.request_id {
         if r.len() > MAX_REQUEST_ID_BYTES {
             return Err(SubmitError::RequestIdTooLong { len: r.len() });
         }
-        if let Some(job) = jobs.by_request.get(r).and_then(|id| jobs.by_id.get(id)) {
-            return same_payload(job, digest)
-                .then_some(Some(job.id))
-                .ok_or_else(|| SubmitError::RequestIdReused {
-                    request_id: r.to_string(),
-                    job: job.id,
-                });
+        if let Some(job) = jobs.by_request(c.kind, r) {
+            match resubmission(job, c.digest) {
+                Resubmission::Same => return Ok(Admission::Existing(job.id)),
+                Resubmission::Conflict => {
+                    return Err(SubmitError::RequestIdReused {
+                        request_id: r.to_string(),
+                        job: job.id,
+                    })
+                }
+                Resubmission::Restart => replaces = Some(job.id),
+            }
         }
     }
-    let unfinished: Vec<&Job> = jobs
+    check_room(jobs, config, c.priority, c.bytes)?;
+    Ok(Admission::New { replaces })
+}
+
+/// Whether a job of `priority` carrying `bytes` of request finds room now: the check a server
+/// makes before it spends a parse worker on a request (and [`admit`] makes again after).
+pub(crate) fn check_room(
+    jobs: &Jobs,
+    config: &EngineConfig,
+    priority: Priority,
+    bytes: u64,
+) -> Result<(), SubmitError> {
+    let class = Class::of(priority);
+    let counted: Vec<&Job> = jobs
         .by_id
         .values()
-        .filter(|j| !j.stopped())
+        .filter(|j| !j.stopped() && class.counts(j.priority))
         .map(|j| &**j)
         .collect();
-    if unfinished.len() >= config.max_queued_jobs {
+    let limit = class.job_limit(config);
+    if counted.len() >= limit {
         return Err(SubmitError::TooManyJobs {
-            unfinished: unfinished.len(),
-            limit: config.max_queued_jobs,
+            class: class.name(),
+            knob: class.knob(),
+            unfinished: counted.len(),
+            limit,
         });
     }
     let limit = config.max_queued_request_bytes();
-    let held: u64 = unfinished.iter().map(|j| j.input_bytes).sum();
+    let held: u64 = counted.iter().map(|j| j.input_bytes).sum();
     if held.saturating_add(bytes) > limit {
-        return Err(SubmitError::TooManyBytes { held, bytes, limit });
+        return Err(SubmitError::TooManyBytes {
+            class: class.name(),
+            held,
+            bytes,
+            limit,
+        });
     }
-    Ok(None)
+    Ok(())
 }
 
-/// A resubmission is the same request when both digests agree; a caller that gives no digest
-/// (an in-process caller, not the wire) keeps the old behaviour: same id, same job.
-fn same_payload(job: &Job, digest: Option<[u8; 32]>) -> bool {
-    match (job.payload_digest, digest) {
+/// A priority's share of the queue: the jobs it is counted with, and the limit it meets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Class {
+    /// Low and Normal: counted with every unfinished job.
+    Bulk,
+    /// High: counted with High and Critical jobs.
+    High,
+    /// Critical: counted with Critical jobs only.
+    Critical,
+}
+
+impl Class {
+    fn of(p: Priority) -> Self {
+        match p {
+            Priority::Low | Priority::Normal => Self::Bulk,
+            Priority::High => Self::High,
+            Priority::Critical => Self::Critical,
+        }
+    }
+
+    /// Whether an unfinished job of priority `p` takes room of this class.
+    fn counts(self, p: Priority) -> bool {
+        match self {
+            Self::Bulk => true,
+            Self::High => p >= Priority::High,
+            Self::Critical => p == Priority::Critical,
+        }
+    }
+
+    fn job_limit(self, config: &EngineConfig) -> usize {
+        match self {
+            Self::Bulk => config.max_queued_jobs,
+            Self::High | Self::Critical => config.max_urgent_jobs,
+        }
+    }
+
+    /// How refusals name the jobs counted (" high-priority jobs"); empty for all jobs.
+    fn name(self) -> &'static str {
+        match self {
+            Self::Bulk => "",
+            Self::High => " high-priority",
+            Self::Critical => " critical",
+        }
+    }
+
+    fn knob(self) -> &'static str {
+        match self {
+            Self::Bulk => "engine.max_queued_jobs",
+            Self::High | Self::Critical => "engine.max_urgent_jobs",
+        }
+    }
+}
+
+enum Resubmission {
+    /// The same request: its job stands (unfinished, or completed with its proof).
+    Same,
+    /// Another request under the id of a job still running.
+    Conflict,
+    /// The id's job ended without a proof, or with a proof of another payload: start anew.
+    Restart,
+}
+
+fn resubmission(job: &Job, digest: Option<[u8; 32]>) -> Resubmission {
+    let same = match (job.payload_digest, digest) {
         (Some(a), Some(b)) => a == b,
+        // An in-process caller gives no digest: same id, same request.
         _ => true,
+    };
+    // The outcome under the job's lock: `stopped()` turns true a moment before it is set.
+    match (&job.lock().outcome, same) {
+        (None, true) | (Some(JobOutcome::Completed(_)), true) => Resubmission::Same,
+        (None, false) => Resubmission::Conflict,
+        (Some(_), _) => Resubmission::Restart,
     }
 }
 

@@ -149,8 +149,14 @@ pub struct EngineConfig {
     /// Unfinished jobs (queued or running) at most; a submission beyond is refused as busy
     /// (RESOURCE_EXHAUSTED on the wire), so a client cannot grow the queue without bound.
     pub max_queued_jobs: usize,
+    /// Unfinished High and Critical jobs (WindowPoSt and WinningPoSt by default) at most, in
+    /// room of their own: a High job is counted with the High and Critical ones only, a
+    /// Critical job with the Critical ones only, so no amount of bulk work (or of High work,
+    /// for a Critical proof) gets an urgent proof refused.
+    pub max_urgent_jobs: usize,
     /// Bytes of requests (as received) that unfinished jobs may hold together, e.g. "2GiB":
-    /// a queued 32 GiB PoRep C1 holds its parsed vanilla proofs until its job ends.
+    /// a queued 32 GiB PoRep C1 holds its parsed vanilla proofs until its job ends. Counted
+    /// per class as jobs are (all jobs for bulk work, the urgent ones for urgent work).
     pub max_queued_request_bytes: String,
     /// Check every proof against the verifying key before returning it (a few ms each). Only
     /// benchmarks with synthetic keys, whose proofs cannot verify, turn this off.
@@ -173,6 +179,7 @@ impl Default for EngineConfig {
             result_ttl_secs: 600,
             result_max: 1000,
             max_queued_jobs: 256,
+            max_urgent_jobs: 32,
             max_queued_request_bytes: "2GiB".into(),
             verify_proofs: true,
         }
@@ -242,6 +249,10 @@ impl EngineConfig {
         ensure!(
             self.max_queued_jobs > 0,
             "max_queued_jobs must be at least 1"
+        );
+        ensure!(
+            self.max_urgent_jobs > 0,
+            "max_urgent_jobs must be at least 1"
         );
         parse_bytes(&self.max_queued_request_bytes).context("max_queued_request_bytes")?;
         let margin = parse_bytes(&self.memory_margin).context("memory_margin")?;

@@ -5,10 +5,10 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use zkforge_circuits::{ParamsId, PartitionedCircuit};
+use zkforge_circuits::{ParamsId, PartitionedCircuit, ProofKind};
 use zkforge_groth16::{PriorityLock, ProverBackend};
 
-use crate::admission::{self, SubmitError};
+use crate::admission::{self, Admission, Candidate, SubmitError};
 use crate::budget::{MemoryBudget, Reclaimable};
 use crate::config::EngineConfig;
 use crate::job::{Job, JobId, JobOutcome, JobResult, JobWatch, Priority};
@@ -54,7 +54,8 @@ impl JobRequest {
 pub struct Engine {
     pipeline: Arc<Pipeline>,
     jobs: JobTable,
-    threads: Vec<JoinHandle<()>>,
+    /// The workers, until a stop joins or leaves them.
+    threads: std::sync::Mutex<Vec<JoinHandle<()>>>,
 }
 
 impl Engine {
@@ -117,34 +118,36 @@ impl Engine {
         Ok(Self {
             pipeline,
             jobs: JobTable::default(),
-            threads,
+            threads: std::sync::Mutex::new(threads),
         })
     }
 
-    /// Queues a request; a known `request_id` with the same payload returns its existing job.
-    /// Refusals are [`SubmitError`]s.
+    /// Queues a request. A known `request_id` (of the same proof kind) resolves as
+    /// `admission` says: the same payload is the same job while it runs or once it completed;
+    /// a job that failed or was cancelled is started again, as is an ended one resubmitted
+    /// with another payload. Refusals are [`SubmitError`]s.
     pub fn submit(&self, req: JobRequest) -> Result<JobId, SubmitError> {
         let s = &self.pipeline;
         if req.circuits.partitions() == 0 {
             return Err(SubmitError::NoPartitions);
         }
+        let kind = req.circuits.kind();
+        let priority = req.priority.unwrap_or_else(|| Priority::default_for(kind));
         let mut jobs = self.jobs.lock();
         jobs.prune(&s.config);
-        let known = admission::admit(
-            &jobs,
-            &s.config,
-            req.request_id.as_deref(),
-            req.payload_digest,
-            req.input_bytes,
-        )?;
-        if let Some(id) = known {
-            return Ok(id);
-        }
+        let candidate = Candidate {
+            kind,
+            priority,
+            request_id: req.request_id.as_deref(),
+            digest: req.payload_digest,
+            bytes: req.input_bytes,
+        };
+        let replaces = match admission::admit(&jobs, &s.config, &candidate)? {
+            Admission::Existing(id) => return Ok(id),
+            Admission::New { replaces } => replaces,
+        };
         jobs.next_id += 1;
         let id = jobs.next_id;
-        let priority = req
-            .priority
-            .unwrap_or_else(|| Priority::default_for(req.circuits.kind()));
         let partitions = req.circuits.partitions();
         let job = Arc::new(Job::new(
             id,
@@ -155,7 +158,15 @@ impl Engine {
         ));
         jobs.by_id.insert(id, job.clone());
         if let Some(r) = req.request_id {
-            jobs.by_request.insert(r, id);
+            if let Some(old) = replaces {
+                tracing::info!(
+                    request_id = %r,
+                    ended_job = old,
+                    job = id,
+                    "request_id submitted again after its job ended: a new job"
+                );
+            }
+            jobs.by_request.insert((kind, r), id);
         }
         drop(jobs);
         s.telemetry
@@ -176,6 +187,24 @@ impl Engine {
             }
         }
         Ok(id)
+    }
+
+    /// Whether a job of `kind` and `priority` with `request_bytes` of request would find room
+    /// now, before the caller spends seconds parsing it: `Ok` also when `request_id` already
+    /// names that kind's job (a retry resolves to it, whatever the load). [`Engine::submit`]
+    /// decides again.
+    pub fn check_room(
+        &self,
+        kind: ProofKind,
+        priority: Priority,
+        request_id: Option<&str>,
+        request_bytes: u64,
+    ) -> Result<(), SubmitError> {
+        let jobs = self.jobs.lock();
+        if request_id.is_some_and(|r| jobs.by_request(kind, r).is_some()) {
+            return Ok(());
+        }
+        admission::check_room(&jobs, &self.pipeline.config, priority, request_bytes)
     }
 
     fn job(&self, id: JobId) -> Option<Arc<Job>> {
@@ -219,8 +248,9 @@ impl Engine {
         Ok(was_running)
     }
 
-    /// Cancels every unfinished job (a shutdown past its deadline); returns how many.
-    pub fn cancel_all(&self) -> usize {
+    /// Fails every unfinished job with `reason` (a shutdown past its deadline): its waiters
+    /// are answered at once, its units dropped at their next stage boundary. Returns how many.
+    pub fn fail_unfinished(&self, reason: &str) -> usize {
         let open: Vec<Arc<Job>> = self
             .jobs
             .all()
@@ -228,7 +258,8 @@ impl Engine {
             .filter(|j| !j.stopped())
             .collect();
         for j in &open {
-            self.pipeline.end_job(j, JobOutcome::Cancelled);
+            self.pipeline
+                .end_job(j, JobOutcome::Failed(reason.to_string()));
         }
         open.len()
     }
@@ -263,30 +294,48 @@ impl Engine {
     }
 
     /// Stops taking work, lets running units finish, fails what was still queued.
-    pub fn shutdown(mut self) {
-        self.stop();
+    pub fn shutdown(self) {
+        self.stop_within(None);
     }
 
-    fn stop(&mut self) {
+    /// Stops taking work, waits for the workers to finish their units at most `grace`
+    /// (`None`: however long that takes), then fails every unfinished job. A worker still busy
+    /// after `grace` — a CPU partition takes tens of seconds — is left to the process's exit:
+    /// a daemon told to stop must not outlive its deadline for work nobody will collect.
+    /// Returns how many were left running.
+    pub fn stop_within(&self, grace: Option<Duration>) -> usize {
         let s = &self.pipeline;
         s.synth_queue.close();
         s.prove_queue.close();
-        let jobs = self.jobs.all();
-        for t in self.threads.drain(..) {
-            let _ = t.join();
+        let threads = std::mem::take(&mut *self.threads.lock().unwrap_or_else(|e| e.into_inner()));
+        let deadline = grace.map(|g| Instant::now() + g);
+        let mut left = 0;
+        for t in threads {
+            while deadline.is_some_and(|d| Instant::now() < d) && !t.is_finished() {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            if deadline.is_none() || t.is_finished() {
+                let _ = t.join();
+            } else {
+                left += 1;
+            }
         }
-        for job in jobs {
+        for job in self.jobs.all() {
             s.end_job(
                 &job,
                 JobOutcome::Failed("the engine shut down before the job finished".into()),
             );
         }
+        if left > 0 {
+            tracing::warn!(left, "engine stopped with workers still running a unit");
+        }
+        left
     }
 }
 
 impl Drop for Engine {
     fn drop(&mut self) {
-        self.stop();
+        self.stop_within(None);
     }
 }
 

@@ -1,8 +1,13 @@
 //! The job table: every job by id and by client request id, until its result expires.
+//!
+//! A request id is scoped by proof kind: Curio's ids are predictable (`porep-<miner>-<sector>`),
+//! so one kind's submission must not be able to take another kind's id.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
+
+use zkforge_circuits::ProofKind;
 
 use crate::config::EngineConfig;
 use crate::job::{Job, JobId};
@@ -10,11 +15,20 @@ use crate::job::{Job, JobId};
 #[derive(Default)]
 pub(crate) struct Jobs {
     pub by_id: HashMap<JobId, Arc<Job>>,
-    pub by_request: HashMap<String, JobId>,
+    /// The job a (kind, request id) names now: the latest submission's, once an ended job
+    /// was started again under it.
+    pub by_request: HashMap<(ProofKind, String), JobId>,
     pub next_id: JobId,
 }
 
 impl Jobs {
+    /// The job `request_id` names for `kind`, if it is still known.
+    pub fn by_request(&self, kind: ProofKind, request_id: &str) -> Option<&Arc<Job>> {
+        // A borrowed key would need a second map type; ids are at most 256 bytes.
+        let id = self.by_request.get(&(kind, request_id.to_string()))?;
+        self.by_id.get(id)
+    }
+
     /// Forgets finished jobs past the result TTL or beyond `result_max`, oldest first.
     pub fn prune(&mut self, cfg: &EngineConfig) {
         let ttl = Duration::from_secs(cfg.result_ttl_secs);

@@ -13,8 +13,60 @@ use tonic::Status;
 use crate::pb;
 
 /// Field numbers of the messages the scan looks into.
+const SUBMIT_PROOF_KIND: u64 = 2;
+const SUBMIT_PRIORITY: u64 = 5;
 const SUBMIT_VANILLA_PROOFS: u64 = 11;
 const PROVE_SUBMIT: u64 = 1;
+
+/// The first bytes of a SubmitProof or Prove message that [`urgent_head`] reads: encoders
+/// write fields in number order (prost and Go's protobuf both do), so the kind (2) and the
+/// priority (5) follow at most a 256-byte request id (1) and two integers.
+pub const HEAD_BYTES: usize = 512;
+
+/// Whether a SubmitProofRequest (`prove`: a ProveRequest) whose first bytes are `head` asks
+/// for urgent work — priority HIGH or CRITICAL, or unset for a WindowPoSt or WinningPoSt —
+/// read before the rest of the message has arrived. A head that does not say (fields in
+/// another order, a truncated or malformed one) is bulk work: the reserve it is refused is
+/// for requests that say who they are.
+pub fn urgent_head(head: &[u8], prove: bool) -> bool {
+    let submit = if prove {
+        match fields(head).find(|(n, _)| *n == PROVE_SUBMIT) {
+            Some((_, Field::Bytes(b))) => b,
+            // A submit message cut by the head's end: its start is all there is.
+            _ => match partial_bytes_field(head, PROVE_SUBMIT) {
+                Some(b) => b,
+                None => return false,
+            },
+        }
+    } else {
+        head
+    };
+    let (mut kind, mut priority) = (0, 0);
+    for (n, f) in fields(submit) {
+        match (n, f) {
+            (SUBMIT_PROOF_KIND, Field::Varint(v)) => kind = v,
+            (SUBMIT_PRIORITY, Field::Varint(v)) => priority = v,
+            _ => {}
+        }
+    }
+    let urgent_kind = matches!(
+        pb::ProofKind::try_from(kind as i32),
+        Ok(pb::ProofKind::WindowPostPartition | pb::ProofKind::WinningPost)
+    );
+    match priority {
+        0 => urgent_kind,
+        p => p >= pb::Priority::High as u64,
+    }
+}
+
+/// The bytes present of length-delimited field `number` at the start of `b` when the field
+/// runs past the end of `b`.
+fn partial_bytes_field(mut b: &[u8], number: u64) -> Option<&[u8]> {
+    let tag = varint(&mut b)?;
+    (tag >> 3 == number && tag & 7 == 2).then_some(())?;
+    varint(&mut b)?;
+    Some(b)
+}
 
 /// Most `vanilla_proofs` entries any request may carry: a full WindowPoSt partition (2,349
 /// sectors at 32 GiB). Each proof kind's own bound is checked before decoding the entries.
@@ -129,13 +181,26 @@ where
     fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<U>, Status> {
         // tonic hands over the whole message in one contiguous buffer.
         U::prescan(src.chunk())?;
-        self.0.decode(src)
+        // prost's errors (a string field that is not UTF-8, a truncated field) are the
+        // client's: tonic would answer them INTERNAL.
+        self.0.decode(src).map_err(|e| match e.code() {
+            tonic::Code::Internal => Status::invalid_argument(format!(
+                "the message is not a valid {}: {}",
+                std::any::type_name::<U>()
+                    .rsplit("::")
+                    .next()
+                    .unwrap_or("message"),
+                e.message()
+            )),
+            _ => e,
+        })
     }
 }
 
-/// One field of a protobuf message: what the scan needs of it.
+/// One field of a protobuf message: what the scans need of it.
 enum Field<'a> {
     Bytes(&'a [u8]),
+    Varint(u64),
     Other,
 }
 
@@ -145,7 +210,7 @@ fn fields(mut b: &[u8]) -> impl Iterator<Item = (u64, Field<'_>)> {
     std::iter::from_fn(move || {
         let tag = varint(&mut b)?;
         let field = match tag & 7 {
-            0 => varint(&mut b).map(|_| Field::Other)?,
+            0 => Field::Varint(varint(&mut b)?),
             1 => skip(&mut b, 8)?,
             2 => {
                 let len = usize::try_from(varint(&mut b)?).ok()?;

@@ -19,7 +19,7 @@ use tokio_stream::StreamExt;
 use tower::ServiceExt;
 
 use crate::limits::Checked;
-use crate::listener::{Connections, Incoming};
+use crate::listener::{Connections, Incoming, ListenerSlot};
 use crate::metrics;
 
 async fn status(State(engine): State<Arc<Engine>>) -> impl IntoResponse {
@@ -64,7 +64,7 @@ pub async fn serve_http(
         limits.max_connections_per_client,
         limits.idle_timeout,
     );
-    let mut incoming = Incoming::new(listener, connections);
+    let mut incoming = Incoming::new(ListenerSlot::new(listener), connections);
     let mut open = tokio::task::JoinSet::new();
     tokio::pin!(shutdown);
     loop {

@@ -35,10 +35,22 @@ pub struct Limits {
     /// Request bytes being received at once over all connections, e.g. "1GiB"; a request
     /// that would pass it is refused with RESOURCE_EXHAUSTED.
     pub max_receiving_bytes: String,
+    /// The part of `max_receiving_bytes` only urgent requests may use (priority HIGH or
+    /// CRITICAL, or unset for a WindowPoSt or WinningPoSt): they are received however many
+    /// bulk requests are arriving. At most `max_receiving_bytes` − `max_request_bytes`.
+    pub urgent_receiving_bytes: String,
+    /// Bytes a second a request body must keep arriving at, measured over 5-second windows,
+    /// e.g. "1MiB"; a slower one is refused and its bytes freed ("0": no minimum). A client
+    /// trickling its last bytes cannot hold its share of `max_receiving_bytes`.
+    pub min_receive_rate: String,
     /// Requests parsed and checked at once (C1 JSON, vanilla proofs), off the threads that
     /// answer status calls: a number, or "auto" (0 here): a quarter of the cores, at least 1.
     #[serde(with = "auto_count")]
     pub parse_workers: usize,
+    /// Parse workers beside `parse_workers` that take only urgent requests, so that a
+    /// WinningPoSt is never parsed after a row of 32 GiB C1 outputs; urgent requests waiting
+    /// are also served first by the others. 0: none kept.
+    pub urgent_parse_workers: usize,
 }
 
 impl Default for Limits {
@@ -50,7 +62,10 @@ impl Default for Limits {
             body_timeout_secs: 30,
             max_request_bytes: "256MiB".into(),
             max_receiving_bytes: "1GiB".into(),
+            urgent_receiving_bytes: "256MiB".into(),
+            min_receive_rate: "1MiB".into(),
             parse_workers: 0,
+            urgent_parse_workers: 1,
         }
     }
 }
@@ -64,7 +79,11 @@ pub struct Checked {
     pub body_timeout: Duration,
     pub max_request_bytes: u64,
     pub max_receiving_bytes: u64,
+    pub urgent_receiving_bytes: u64,
+    /// Bytes a second (0: no minimum).
+    pub min_receive_rate: u64,
     pub parse_workers: usize,
+    pub urgent_parse_workers: usize,
 }
 
 impl Limits {
@@ -94,6 +113,15 @@ impl Limits {
             max_receiving_bytes >= max_request_bytes,
             "limits.max_receiving_bytes must be at least limits.max_request_bytes"
         );
+        let urgent_receiving_bytes =
+            parse_bytes(&self.urgent_receiving_bytes).context("limits.urgent_receiving_bytes")?;
+        ensure!(
+            urgent_receiving_bytes <= max_receiving_bytes - max_request_bytes,
+            "limits.urgent_receiving_bytes must leave limits.max_request_bytes of \
+             limits.max_receiving_bytes to other requests"
+        );
+        let min_receive_rate =
+            parse_bytes(&self.min_receive_rate).context("limits.min_receive_rate")?;
         // tonic takes the message limit as a usize and a u32 frame length bounds it anyway.
         ensure!(
             max_request_bytes <= u32::MAX as u64,
@@ -107,10 +135,13 @@ impl Limits {
             body_timeout: Duration::from_secs(self.body_timeout_secs),
             max_request_bytes,
             max_receiving_bytes,
+            urgent_receiving_bytes,
+            min_receive_rate,
             parse_workers: match self.parse_workers {
                 0 => (cores / 4).max(1),
                 n => n,
             },
+            urgent_parse_workers: self.urgent_parse_workers,
         })
     }
 

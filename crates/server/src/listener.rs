@@ -3,8 +3,14 @@
 //! - An accept error never ends the stream: running out of descriptors (EMFILE, ENFILE) or
 //!   memory is a moment to back off and retry, logged once per burst. tonic's own TCP stream
 //!   ends on such an error, and the daemon then stopped with exit status 0.
-//! - Connections are counted in total and per client (IP address; all unix-socket peers are
-//!   one client); one over a cap is accepted and closed at once, so the backlog keeps moving.
+//! - Connections are counted in total and per client (IP address; on the unix socket, the
+//!   peer's process). At a cap, the connection of that client (at the total cap: of any
+//!   client) idle longest — no request in flight for over [`EVICTABLE_AFTER`] — is closed to
+//!   make room: one local process holding every slot open with a status call now and then
+//!   cannot lock Curio, or the Prometheus scraper, out (gRPC and HTTP clients reconnect on
+//!   their next call). Only when no connection is idle is the newcomer accepted and closed at
+//!   once, so the backlog keeps moving.
+//! - A drain closes the listener: new connections are refused by the kernel at once.
 //! - A connection with no request in flight for `idle_timeout` is closed: that also bounds a
 //!   client that connects and sends nothing, or half a header. HTTP/2 pings do not count as
 //!   activity (a client library answers them without any request).
@@ -27,18 +33,37 @@ use tokio_stream::Stream;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Client {
     Ip(IpAddr),
-    /// A peer on the unix socket (the socket's 0660 mode already limits who that is).
+    /// A process on the unix socket, by its pid (the socket's 0660 mode already limits who
+    /// can connect at all).
+    Process(i32),
+    /// A unix-socket peer whose credentials could not be read.
     Local,
 }
+
+/// How long a connection must have had no request in flight before another may take its
+/// slot: a client's first request arrives within milliseconds of its connect, and a client
+/// polling every few seconds is idle for most of each interval.
+pub const EVICTABLE_AFTER: Duration = Duration::from_secs(1);
 
 /// The open connections of one listener.
 pub struct Connections {
     max_total: usize,
     max_per_client: usize,
     idle_timeout: Duration,
-    open: Mutex<HashMap<Client, usize>>,
-    total: AtomicUsize,
+    open: Mutex<Open>,
     refused: AtomicU64,
+    evicted: AtomicU64,
+}
+
+/// The counts and the connections themselves, for eviction.
+#[derive(Default)]
+struct Open {
+    by_client: HashMap<Client, usize>,
+    total: usize,
+    /// What eviction reads of each open connection. Not the `ConnState` itself: dropping the
+    /// last reference to one takes this lock, so none may be dropped while it is held.
+    live: HashMap<u64, (Client, Arc<Activity>)>,
+    next_id: u64,
 }
 
 impl Connections {
@@ -47,19 +72,83 @@ impl Connections {
             max_total,
             max_per_client,
             idle_timeout,
-            open: Mutex::new(HashMap::new()),
-            total: AtomicUsize::new(0),
+            open: Mutex::new(Open::default()),
             refused: AtomicU64::new(0),
+            evicted: AtomicU64::new(0),
         })
     }
 
-    /// A slot for a new connection from `client`, or `None` over a cap.
+    /// The connection idle longest among those `of` selects, if one is evictable.
+    fn idlest(open: &Open, of: impl Fn(Client) -> bool) -> Option<(Client, Arc<Activity>)> {
+        let now = Instant::now();
+        open.live
+            .values()
+            .filter(|(c, a)| of(*c) && !a.is_evicted())
+            .filter_map(|(c, a)| Some((a.idle_since()?, c, a)))
+            .filter(|(since, _, _)| now.duration_since(*since) >= EVICTABLE_AFTER)
+            .min_by_key(|(since, _, _)| *since)
+            .map(|(_, c, a)| (*c, a.clone()))
+    }
+
+    /// A slot for a new connection from `client`, taken from an idle connection at a cap, or
+    /// `None` when every connection in the way is busy.
     fn admit(self: &Arc<Self>, client: Client) -> Option<Arc<ConnState>> {
         let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
-        let total = self.total.load(Ordering::Relaxed);
-        let mine = open.get(&client).copied().unwrap_or(0);
-        if total >= self.max_total || mine >= self.max_per_client {
-            drop(open);
+        let mine = open.by_client.get(&client).copied().unwrap_or(0);
+        let victim = if mine >= self.max_per_client {
+            Some(Self::idlest(&open, |c| c == client))
+        } else if open.total >= self.max_total {
+            Some(Self::idlest(&open, |_| true))
+        } else {
+            None
+        };
+        match victim {
+            Some(Some((closed, activity))) => {
+                // Its slot is free from now on; the connection closes as its task notices.
+                activity.evict();
+                Self::forget(&mut open, closed);
+                if self
+                    .evicted
+                    .fetch_add(1, Ordering::Relaxed)
+                    .is_multiple_of(1000)
+                {
+                    tracing::info!(
+                        ?client,
+                        ?closed,
+                        "at a connection cap: closed the connection idle longest for a new \
+                         one (logged once per 1000)"
+                    );
+                }
+            }
+            Some(None) => {
+                let total = open.total;
+                drop(open);
+                self.refused_at_cap(client, total, mine);
+                return None;
+            }
+            None => {}
+        }
+        *open.by_client.entry(client).or_default() += 1;
+        open.total += 1;
+        open.next_id += 1;
+        let id = open.next_id;
+        let activity = Arc::new(Activity {
+            in_flight: AtomicUsize::new(0),
+            last_active: Mutex::new(Instant::now()),
+            evicted: std::sync::atomic::AtomicBool::new(false),
+            on_evict: Mutex::new(None),
+        });
+        open.live.insert(id, (client, activity.clone()));
+        Some(Arc::new(ConnState {
+            id,
+            client,
+            activity,
+            connections: self.clone(),
+        }))
+    }
+
+    fn refused_at_cap(&self, client: Client, total: usize, mine: usize) {
+        {
             if self
                 .refused
                 .fetch_add(1, Ordering::Relaxed)
@@ -69,7 +158,8 @@ impl Connections {
                     ?client,
                     total,
                     from_client = mine,
-                    "connection refused: over limits.max_connections{} (logged once per 1000)",
+                    "connection refused: over limits.max_connections{} with every connection \
+                     busy (logged once per 1000)",
                     if total >= self.max_total {
                         ""
                     } else {
@@ -77,58 +167,94 @@ impl Connections {
                     }
                 );
             }
-            return None;
         }
-        *open.entry(client).or_default() += 1;
-        self.total.fetch_add(1, Ordering::Relaxed);
-        Some(Arc::new(ConnState {
-            client,
-            in_flight: AtomicUsize::new(0),
-            last_active: Mutex::new(Instant::now()),
-            connections: self.clone(),
-        }))
     }
 
-    fn release(&self, client: Client) {
-        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(n) = open.get_mut(&client) {
+    /// Takes a connection of `client` off the counts.
+    fn forget(open: &mut Open, client: Client) {
+        if let Some(n) = open.by_client.get_mut(&client) {
             *n -= 1;
             if *n == 0 {
-                open.remove(&client);
+                open.by_client.remove(&client);
             }
         }
-        self.total.fetch_sub(1, Ordering::Relaxed);
+        open.total -= 1;
+    }
+
+    fn release(&self, state: &ConnState) {
+        let mut open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        // Dropped after the guard: an Arc is never dropped under the lock (see `Open::live`).
+        let _entry = open.live.remove(&state.id);
+        // An evicted connection's slot was given back when it was evicted.
+        if !state.activity.is_evicted() {
+            Self::forget(&mut open, state.client);
+        }
+        drop(open);
     }
 }
 
-/// One open connection: its client and whether a request is in flight on it.
+/// One open connection: its client, and what its requests do.
 pub struct ConnState {
+    id: u64,
     pub client: Client,
+    activity: Arc<Activity>,
+    connections: Arc<Connections>,
+}
+
+/// Whether a request is in flight on a connection, since when it is idle, and whether it was
+/// evicted.
+struct Activity {
     in_flight: AtomicUsize,
     last_active: Mutex<Instant>,
-    connections: Arc<Connections>,
+    evicted: std::sync::atomic::AtomicBool,
+    /// Wakes the connection's task to close it once evicted.
+    on_evict: Mutex<Option<std::task::Waker>>,
+}
+
+impl Activity {
+    /// Since when the connection has had no request in flight; `None` while one is.
+    fn idle_since(&self) -> Option<Instant> {
+        if self.in_flight.load(Ordering::Acquire) > 0 {
+            return None;
+        }
+        Some(*self.last_active.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    fn is_evicted(&self) -> bool {
+        self.evicted.load(Ordering::Acquire)
+    }
+
+    /// Marks the connection for closing and wakes its task.
+    fn evict(&self) {
+        self.evicted.store(true, Ordering::Release);
+        if let Some(w) = self
+            .on_evict
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
+            w.wake();
+        }
+    }
 }
 
 impl ConnState {
     /// Marks a request in flight until the guard drops.
     pub fn request_started(self: &Arc<Self>) -> ActiveRequest {
-        self.in_flight.fetch_add(1, Ordering::AcqRel);
+        self.activity.in_flight.fetch_add(1, Ordering::AcqRel);
         ActiveRequest(self.clone())
     }
 
     /// When the connection may be closed for idleness, if no request starts before.
     fn idle_deadline(&self) -> Option<Instant> {
-        if self.in_flight.load(Ordering::Acquire) > 0 {
-            return None;
-        }
-        let last = *self.last_active.lock().unwrap_or_else(|e| e.into_inner());
+        let last = self.activity.idle_since()?;
         Some(last + self.connections.idle_timeout)
     }
 }
 
 impl Drop for ConnState {
     fn drop(&mut self) {
-        self.connections.release(self.client);
+        self.connections.release(self);
     }
 }
 
@@ -137,8 +263,9 @@ pub struct ActiveRequest(Arc<ConnState>);
 
 impl Drop for ActiveRequest {
     fn drop(&mut self) {
-        *self.0.last_active.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
-        self.0.in_flight.fetch_sub(1, Ordering::AcqRel);
+        let a = &self.0.activity;
+        *a.last_active.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+        a.in_flight.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -168,8 +295,17 @@ impl<T> GuardedIo<T> {
         &self.state
     }
 
-    /// Ready(error) once the connection has been idle past its deadline; re-arms otherwise.
+    /// Ready(error) once the connection has been idle past its deadline or was evicted;
+    /// re-arms otherwise.
     fn poll_idle(&mut self, cx: &mut Context<'_>) -> Poll<io::Error> {
+        let activity = &self.state.activity;
+        *activity.on_evict.lock().unwrap_or_else(|e| e.into_inner()) = Some(cx.waker().clone());
+        if activity.is_evicted() {
+            return Poll::Ready(io::Error::new(
+                io::ErrorKind::ConnectionAborted,
+                "connection closed for a new one at limits.max_connections",
+            ));
+        }
         loop {
             ready!(self.timer.as_mut().poll(cx));
             let now = Instant::now();
@@ -273,7 +409,14 @@ impl Accept for tokio::net::UnixListener {
     type Io = tokio::net::UnixStream;
 
     fn poll_accept(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<(Self::Io, Client)>> {
-        tokio::net::UnixListener::poll_accept(self, cx).map_ok(|(s, _)| (s, Client::Local))
+        tokio::net::UnixListener::poll_accept(self, cx).map_ok(|(s, _)| {
+            // Each process is a client of its own: one cannot take another's share.
+            let client = match s.peer_cred().ok().and_then(|c| c.pid()) {
+                Some(pid) => Client::Process(pid),
+                None => Client::Local,
+            };
+            (s, client)
+        })
     }
 }
 
@@ -281,16 +424,39 @@ impl Accept for tokio::net::UnixListener {
 const BACKOFF_FIRST: Duration = Duration::from_millis(5);
 const BACKOFF_MAX: Duration = Duration::from_secs(1);
 
-/// The accepted connections of a listener, as a stream that ends only when dropped.
+/// A listener that can be closed from outside the stream that accepts on it: the server
+/// stops polling its incoming stream when a drain starts but keeps it until every connection
+/// has closed, and a listener still bound meanwhile would leave new clients hanging in the
+/// kernel's backlog instead of refused.
+pub struct ListenerSlot<L>(Arc<Mutex<Option<L>>>);
+
+impl<L> Clone for ListenerSlot<L> {
+    fn clone(&self) -> Self {
+        Self(self.0.clone())
+    }
+}
+
+impl<L> ListenerSlot<L> {
+    pub fn new(listener: L) -> Self {
+        Self(Arc::new(Mutex::new(Some(listener))))
+    }
+
+    /// Closes the listener: connects are refused from now on.
+    pub fn close(&self) {
+        drop(self.0.lock().unwrap_or_else(|e| e.into_inner()).take());
+    }
+}
+
+/// The accepted connections of a listener, as a stream that ends when its listener closes.
 pub struct Incoming<L: Accept> {
-    listener: L,
+    listener: ListenerSlot<L>,
     connections: Arc<Connections>,
     backoff: Option<(Pin<Box<Sleep>>, Duration)>,
     errors_in_burst: u64,
 }
 
 impl<L: Accept> Incoming<L> {
-    pub fn new(listener: L, connections: Arc<Connections>) -> Self {
+    pub fn new(listener: ListenerSlot<L>, connections: Arc<Connections>) -> Self {
         Self {
             listener,
             connections,
@@ -334,7 +500,14 @@ impl<L: Accept> Stream for Incoming<L> {
             if let Some((sleep, _)) = this.backoff.as_mut() {
                 ready!(sleep.as_mut().poll(cx));
             }
-            match ready!(this.listener.poll_accept(cx)) {
+            let accepted = {
+                let mut slot = this.listener.0.lock().unwrap_or_else(|e| e.into_inner());
+                match slot.as_mut() {
+                    Some(listener) => listener.poll_accept(cx),
+                    None => return Poll::Ready(None),
+                }
+            };
+            match ready!(accepted) {
                 Ok((io, client)) => {
                     if this.errors_in_burst > 0 {
                         tracing::info!(

@@ -53,13 +53,14 @@ pub fn status_response(s: &EngineStatus) -> pb::GetStatusResponse {
     }
 }
 
-/// A proof kind as cuzk names it in its status strings.
+/// A proof kind as cuzk names it in GetStatus (`proof_kind`, `current_proof_kind`): its
+/// kinds' display names. Prometheus labels keep cuzk's underscored ones (`metric_label`).
 fn cuzk_kind(k: ProofKind) -> &'static str {
     match k {
-        ProofKind::PoRep => "porep_c2",
-        ProofKind::SnapDeals => "snap_update",
-        ProofKind::WindowPost => "window_post",
-        ProofKind::WinningPost => "winning_post",
+        ProofKind::PoRep => "porep-c2",
+        ProofKind::SnapDeals => "snap-update",
+        ProofKind::WindowPost => "window-post",
+        ProofKind::WinningPost => "winning-post",
     }
 }
 

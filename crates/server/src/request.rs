@@ -73,8 +73,10 @@ fn vanilla_list(r: &mut pb::SubmitProofRequest, max: usize) -> Result<Vec<Vec<u8
 
 /// The registered proof a PoSt or SnapDeals request names: `registered_proof` when set (it
 /// also picks the version, e.g. WindowPoSt V1 against V1_2), else the current type of
-/// `sector_size`. Proto3 cannot tell 0 from unset, so 0 means unset (it would name a 2 KiB V1
-/// type). A set value must be of the request's kind and agree with a set `sector_size`.
+/// `sector_size`. Proto3 cannot tell 0 from unset: with a `sector_size`, 0 means unset;
+/// without one it is ffi's 0, the 2 KiB type of WinningPoSt and SnapDeals (Curio's ProofShare
+/// SnapDeals requests carry only `registered_proof`, and a 2 KiB one is 0). A set value must be
+/// of the request's kind and agree with a set `sector_size`.
 fn registered<P: Copy + std::fmt::Debug>(
     r: &pb::SubmitProofRequest,
     kind: ProofKind,
@@ -84,9 +86,9 @@ fn registered<P: Copy + std::fmt::Debug>(
 ) -> Result<P, Status> {
     if r.registered_proof == 0 {
         return match r.sector_size {
-            0 => Err(invalid(
-                "sector_size (or registered_proof) is required for this proof kind",
-            )),
+            0 => from_wire(0).ok_or_else(|| {
+                invalid("sector_size (or registered_proof) is required for this proof kind")
+            }),
             size => current_for(size).map_err(invalid),
         };
     }

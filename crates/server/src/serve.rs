@@ -3,6 +3,7 @@
 use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use tonic::service::interceptor::InterceptedService;
@@ -10,9 +11,10 @@ use tonic::transport::Server;
 use zkforge_engine::Engine;
 
 use crate::access::{Access, SOCKET_MODE};
+use crate::drain::Drain;
 use crate::guard::{ReceiveBudget, RequestGuardLayer};
 use crate::limits::Checked;
-use crate::listener::{Connections, Incoming};
+use crate::listener::{Connections, Incoming, ListenerSlot};
 use crate::pb::proving_engine_server::ProvingEngineServer;
 use crate::pb::FILE_DESCRIPTOR_SET;
 use crate::ProvingService;
@@ -54,47 +56,73 @@ impl std::str::FromStr for Listen {
     }
 }
 
+/// How the daemon serves: who may connect, what each client may hold, how long a stop waits.
+#[derive(Clone)]
+pub struct ServeOptions {
+    pub access: Access,
+    pub limits: Checked,
+    /// How long a stop lets running jobs finish (`daemon.shutdown_deadline_secs`); the jobs
+    /// still unfinished then are failed and their callers answered at once.
+    pub shutdown_deadline: Duration,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        Self {
+            access: Access::default(),
+            limits: Checked::default(),
+            shutdown_deadline: Duration::from_secs(30),
+        }
+    }
+}
+
+/// After the shutdown deadline, how long the callers of failed jobs get to read their answers
+/// before serving ends regardless.
+pub const AFTER_DEADLINE: Duration = Duration::from_secs(3);
+
 /// Serves the ProvingEngine, health and reflection services until `shutdown` resolves, on
 /// loopback or a unix socket ([`serve_with`] for other addresses), with the default
-/// [`Limits`](crate::Limits). `ready` gets the bound TCP address (useful with port 0) before the
-/// first request.
+/// [`ServeOptions`]. `ready` gets the bound TCP address (useful with port 0) before the first
+/// request.
 pub async fn serve(
     engine: Arc<Engine>,
     listen: Listen,
     ready: impl FnOnce(Option<std::net::SocketAddr>),
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<()> {
-    serve_with(
-        engine,
-        listen,
-        &Access::default(),
-        &Checked::default(),
-        ready,
-        shutdown,
-    )
-    .await
+    serve_with(engine, listen, &ServeOptions::default(), ready, shutdown).await
 }
 
-/// As [`serve`], with clients authenticated as `access` says (checked against `listen`) and
-/// held to `limits`.
+/// As [`serve`], with clients authenticated as `options.access` says (checked against
+/// `listen`) and held to `options.limits`. When `shutdown` resolves the daemon drains: the
+/// listener closes (new connections are refused at once), new submissions are UNAVAILABLE,
+/// running jobs get `options.shutdown_deadline` to finish; then the unfinished ones are
+/// failed, their callers answered, and serving ends within [`AFTER_DEADLINE`] more, whatever
+/// a client still holds open.
 pub async fn serve_with(
     engine: Arc<Engine>,
     listen: Listen,
-    access: &Access,
-    limits: &Checked,
+    options: &ServeOptions,
     ready: impl FnOnce(Option<std::net::SocketAddr>),
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<()> {
+    let (access, limits) = (&options.access, &options.limits);
     let chosen = access.check(&listen)?;
     if chosen.starts_with("INSECURE") {
         tracing::warn!("access: {chosen}");
     } else {
         tracing::info!("access: {chosen}");
     }
+    let drain = Drain::default();
     let max_message = limits.max_request_bytes as usize;
-    let service = ProvingEngineServer::new(ProvingService::new(engine, limits.parse_workers))
-        .max_decoding_message_size(max_message)
-        .max_encoding_message_size(max_message);
+    let service = ProvingEngineServer::new(ProvingService::new(
+        engine.clone(),
+        limits.parse_workers,
+        limits.urgent_parse_workers,
+        drain.clone(),
+    ))
+    .max_decoding_message_size(max_message)
+    .max_encoding_message_size(max_message);
     let service = InterceptedService::new(service, access.interceptor());
     let (mut health, health_service) = tonic_health::server::health_reporter();
     health
@@ -114,7 +142,7 @@ pub async fn serve_with(
     if let Some(tls) = access.tls_config()? {
         builder = builder.tls_config(tls).context("the TLS settings")?;
     }
-    let budget = ReceiveBudget::new(limits.max_receiving_bytes);
+    let budget = ReceiveBudget::new(limits.max_receiving_bytes, limits.urgent_receiving_bytes);
     let router = builder
         .layer(tower::util::MapResponseLayer::new(
             oversize_is_resource_exhausted,
@@ -128,6 +156,7 @@ pub async fn serve_with(
         limits.max_connections_per_client,
         limits.idle_timeout,
     );
+    let draining = drain.clone();
     match listen {
         Listen::Tcp(addr) => {
             let listener = tokio::net::TcpListener::bind(addr)
@@ -136,20 +165,82 @@ pub async fn serve_with(
             let local = listener.local_addr()?;
             tracing::info!(%local, "serving cuzk.v1 over TCP");
             ready(Some(local));
-            router
-                .serve_with_incoming_shutdown(Incoming::new(listener, connections), shutdown)
-                .await?;
+            let slot = ListenerSlot::new(listener);
+            let serving = router.serve_with_incoming_shutdown(
+                Incoming::new(slot.clone(), connections),
+                async move { draining.started().await },
+            );
+            drained(
+                serving,
+                shutdown,
+                &drain,
+                &slot,
+                &engine,
+                options.shutdown_deadline,
+            )
+            .await
         }
         Listen::Unix(path) => {
             let listener = bind_unix(&path)?;
             tracing::info!(path = %path.display(), "serving cuzk.v1 over a unix socket");
             ready(None);
-            router
-                .serve_with_incoming_shutdown(Incoming::new(listener, connections), shutdown)
-                .await?;
+            let slot = ListenerSlot::new(listener);
+            let serving = router.serve_with_incoming_shutdown(
+                Incoming::new(slot.clone(), connections),
+                async move { draining.started().await },
+            );
+            drained(
+                serving,
+                shutdown,
+                &drain,
+                &slot,
+                &engine,
+                options.shutdown_deadline,
+            )
+            .await
         }
     }
-    Ok(())
+}
+
+/// Runs `serving` until `shutdown`, then drains it: the order and the bounds of
+/// [`serve_with`].
+async fn drained<L>(
+    serving: impl Future<Output = Result<(), tonic::transport::Error>>,
+    shutdown: impl Future<Output = ()>,
+    drain: &Drain,
+    listener: &ListenerSlot<L>,
+    engine: &Engine,
+    deadline: Duration,
+) -> Result<()> {
+    tokio::pin!(serving);
+    tokio::select! {
+        r = &mut serving => return r.context("serving"),
+        () = shutdown => {}
+    }
+    listener.close();
+    drain.start();
+    tracing::info!(
+        deadline_secs = deadline.as_secs(),
+        "draining: new connections refused, running jobs have until the deadline"
+    );
+    if let Ok(r) = tokio::time::timeout(deadline, &mut serving).await {
+        return r.context("serving");
+    }
+    let failed = engine.fail_unfinished(
+        "the daemon stopped before the job finished (daemon.shutdown_deadline_secs passed); \
+         submit it again",
+    );
+    tracing::warn!(
+        failed,
+        "shutdown deadline passed: failed the unfinished jobs"
+    );
+    match tokio::time::timeout(AFTER_DEADLINE, &mut serving).await {
+        Ok(r) => r.context("serving"),
+        Err(_) => {
+            tracing::warn!("connections still open after the deadline: stopping regardless");
+            Ok(())
+        }
+    }
 }
 
 /// Server pings on idle HTTP/2 connections, and how long an answer may take.
@@ -195,10 +286,14 @@ pub struct Running {
 }
 
 impl Running {
-    /// Starts [`serve_with`] with the default limits and returns once it listens, or with the
-    /// error that stopped it.
+    /// Starts [`serve_with`] with the default options and returns once it listens, or with
+    /// the error that stopped it.
     pub async fn start(engine: Arc<Engine>, listen: Listen, access: Access) -> Result<Self> {
-        Self::start_limited(engine, listen, access, Checked::default()).await
+        let options = ServeOptions {
+            access,
+            ..ServeOptions::default()
+        };
+        Self::start_with(engine, listen, options).await
     }
 
     /// As [`Running::start`], held to `limits`.
@@ -208,13 +303,27 @@ impl Running {
         access: Access,
         limits: Checked,
     ) -> Result<Self> {
+        let options = ServeOptions {
+            access,
+            limits,
+            ..ServeOptions::default()
+        };
+        Self::start_with(engine, listen, options).await
+    }
+
+    /// As [`Running::start`], with every option given.
+    pub async fn start_with(
+        engine: Arc<Engine>,
+        listen: Listen,
+        options: ServeOptions,
+    ) -> Result<Self> {
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let (ready, listening) = tokio::sync::oneshot::channel();
         let task = tokio::spawn(async move {
             let ready = move |addr| {
                 let _ = ready.send(addr);
             };
-            serve_with(engine, listen, &access, &limits, ready, async {
+            serve_with(engine, listen, &options, ready, async {
                 let _ = stopped.await;
             })
             .await
@@ -231,7 +340,21 @@ impl Running {
 
     /// Stops taking requests, as SIGTERM does, and returns how serving ended.
     pub async fn stop(self) -> Result<()> {
-        let _ = self.stop.send(());
-        self.task.await.context("the serving task panicked")?
+        let (signal, done) = self.signal_stop();
+        signal();
+        done.await
+    }
+
+    /// Splits the daemon into the stop signal (what SIGTERM does) and the end of serving, so
+    /// that a caller can act during the drain.
+    pub fn signal_stop(self) -> (impl FnOnce(), impl Future<Output = Result<()>>) {
+        let stop = self.stop;
+        let task = self.task;
+        (
+            move || {
+                let _ = stop.send(());
+            },
+            async move { task.await.context("the serving task panicked")? },
+        )
     }
 }

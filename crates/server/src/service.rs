@@ -2,8 +2,10 @@
 //!
 //! No RPC holds a thread while it waits: AwaitProof and Prove await the job's completion as a
 //! future (a client that leaves drops it), parsing a request (C1 JSON, vanilla proofs) runs on
-//! the blocking pool with at most `limits.parse_workers` at once, and status calls answer from
-//! the async threads in microseconds whatever is being parsed.
+//! the blocking pool through the parse gate (`limits.parse_workers`, urgent requests first and
+//! `urgent_parse_workers` for them alone), and status calls answer from the async threads in
+//! microseconds whatever is being parsed. A request the queue has no room for is refused
+//! before it is parsed. Job ids on the wire are capabilities (`job_token`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,10 +13,13 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 use tonic::{Request, Response, Status};
 use zkforge_engine::{
-    Engine, JobOutcome, JobRequest, JobResult, Priority, SubmitError, MAX_REQUEST_ID_BYTES,
+    Engine, JobId, JobOutcome, JobRequest, JobResult, Priority, SubmitError, MAX_REQUEST_ID_BYTES,
 };
 use zkforge_filecoin::{registry, ParamsId};
 
+use crate::drain::Drain;
+use crate::job_token::JobTokens;
+use crate::parse_gate::ParseGate;
 use crate::pb::{self, proving_engine_server::ProvingEngine};
 use crate::request::{bounded, payload_digest};
 use crate::{metrics, parse_circuit_id, request};
@@ -26,16 +31,24 @@ const LOAD_WORKERS: usize = 2;
 #[derive(Clone)]
 pub struct ProvingService {
     engine: Arc<Engine>,
-    parsing: Arc<Semaphore>,
+    parsing: Arc<ParseGate>,
     loading: Arc<Semaphore>,
+    tokens: Arc<JobTokens>,
+    drain: Drain,
     /// What SubmitProof says of the GPU: its ordinal when there is exactly one, else empty
     /// (partitions go to whichever GPU frees up first; the CPU backend has none).
     assigned_gpu: String,
 }
 
 impl ProvingService {
-    /// A service parsing at most `parse_workers` requests at once.
-    pub fn new(engine: Arc<Engine>, parse_workers: usize) -> Self {
+    /// A service parsing at most `parse_workers` requests at once, and `urgent_parse_workers`
+    /// more urgent ones; it refuses new work once `drain` has started.
+    pub fn new(
+        engine: Arc<Engine>,
+        parse_workers: usize,
+        urgent_parse_workers: usize,
+        drain: Drain,
+    ) -> Self {
         let devices = engine.status().devices;
         let assigned_gpu = match devices.as_slice() {
             [one] => one.ordinal.to_string(),
@@ -43,28 +56,35 @@ impl ProvingService {
         };
         Self {
             engine,
-            parsing: Arc::new(Semaphore::new(parse_workers.max(1))),
+            parsing: ParseGate::new(parse_workers, urgent_parse_workers),
             loading: Arc::new(Semaphore::new(LOAD_WORKERS)),
+            tokens: Arc::new(JobTokens::new()),
+            drain,
             assigned_gpu,
         }
     }
 
-    /// Runs `f` on the blocking pool once a permit of `gate` is free.
-    async fn blocking<T: Send + 'static>(
-        gate: &Arc<Semaphore>,
+    /// Runs `f` on the blocking pool, holding `permit` until it returns.
+    async fn blocking<T: Send + 'static, P: Send + 'static>(
+        permit: P,
         f: impl FnOnce() -> Result<T, Status> + Send + 'static,
     ) -> Result<T, Status> {
-        let permit = gate
-            .clone()
-            .acquire_owned()
-            .await
-            .map_err(|_| Status::unavailable("the daemon is stopping"))?;
         tokio::task::spawn_blocking(move || {
             let _permit = permit;
             f()
         })
         .await
         .map_err(|e| Status::internal(format!("request task failed: {e}")))?
+    }
+
+    /// The job a wire id names; NOT_FOUND for any other string.
+    fn job_of(&self, job_id: &str) -> Result<JobId, Status> {
+        self.tokens.job(job_id).ok_or_else(|| {
+            Status::not_found(bounded(format!(
+                "unknown job id {job_id:?} (a job is named by the job_id its submission \
+                 returned)"
+            )))
+        })
     }
 
     /// Runs `f` on the engine and the parameter set `circuit_id` names, on the blocking pool
@@ -77,10 +97,19 @@ impl ProvingService {
     ) -> Result<T, Status> {
         let id = params_id(circuit_id)?;
         let engine = self.engine.clone();
-        Self::blocking(&self.loading, move || f(&engine, &id)).await
+        let permit = self
+            .loading
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| Status::unavailable("the daemon is stopping"))?;
+        Self::blocking(permit, move || f(&engine, &id)).await
     }
 
     async fn submit(&self, r: pb::SubmitProofRequest) -> Result<pb::SubmitProofResponse, Status> {
+        if self.drain.is_draining() {
+            return Err(draining());
+        }
         let request_id = (!r.request_id.is_empty()).then(|| r.request_id.clone());
         if let Some(id) = &request_id {
             if id.len() > MAX_REQUEST_ID_BYTES {
@@ -95,13 +124,21 @@ impl ProvingService {
             Status::invalid_argument(format!("priority {wire_priority} is not 0..=4"))
         })?;
         let input_bytes = prost::Message::encoded_len(&r) as u64;
+        // No parse worker is spent on a request the queue has no room for.
+        self.engine
+            .check_room(kind, priority, request_id.as_deref(), input_bytes)
+            .map_err(submit_status)?;
         // Parsing and checking a 32 GiB C1 takes seconds of CPU: on the blocking pool, a
-        // bounded number at once.
-        let (circuits, digest) = Self::blocking(&self.parsing, move || {
+        // bounded number at once, urgent requests first.
+        let permit = self.parsing.acquire(priority >= Priority::High).await;
+        let (circuits, digest) = Self::blocking(permit, move || {
             let digest = request_id_digest(&r);
             Ok((request::circuits(r)?, digest))
         })
         .await?;
+        if self.drain.is_draining() {
+            return Err(draining());
+        }
         let id = self
             .engine
             .submit(JobRequest {
@@ -113,7 +150,7 @@ impl ProvingService {
             })
             .map_err(submit_status)?;
         Ok(pb::SubmitProofResponse {
-            job_id: id.to_string(),
+            job_id: self.tokens.id(id),
             queue_position: self
                 .engine
                 .queue_position(id)
@@ -127,7 +164,7 @@ impl ProvingService {
         job_id: String,
         timeout_ms: u64,
     ) -> Result<pb::AwaitProofResponse, Status> {
-        let id = job_number(&job_id)?;
+        let id = self.job_of(&job_id)?;
         let watch = self
             .engine
             .watch(id)
@@ -140,7 +177,7 @@ impl ProvingService {
                 .ok(),
         };
         Ok(match result {
-            Some(Some(r)) => await_response(r),
+            Some(Some(r)) => await_response(r, job_id),
             Some(None) => return Err(Status::internal(format!("job {id} ended without a result"))),
             None => pb::AwaitProofResponse {
                 job_id,
@@ -166,16 +203,16 @@ fn submit_status(e: SubmitError) -> Status {
     }
 }
 
-fn job_number(job_id: &str) -> Result<u64, Status> {
-    job_id
-        .parse()
-        .map_err(|_| Status::not_found(bounded(format!("unknown job id {job_id:?}"))))
+/// What a submission gets while the daemon stops: cuzk's clients (and Curio's scheduler)
+/// retry it, against this daemon once it is back or another one.
+fn draining() -> Status {
+    Status::unavailable("the daemon is shutting down: submit again once it is back")
 }
 
-fn await_response(r: JobResult) -> pb::AwaitProofResponse {
+fn await_response(r: JobResult, job_id: String) -> pb::AwaitProofResponse {
     let t = r.timings;
     let mut out = pb::AwaitProofResponse {
-        job_id: r.id.to_string(),
+        job_id,
         queue_wait_ms: t.queue_wait_ms as u64,
         srs_load_ms: t.srs_load_ms as u64,
         synthesis_ms: t.synthesis_wall_ms as u64,
@@ -240,7 +277,7 @@ impl ProvingEngine for ProvingService {
         &self,
         req: Request<pb::CancelProofRequest>,
     ) -> Result<Response<pb::CancelProofResponse>, Status> {
-        let id = job_number(&req.into_inner().job_id)?;
+        let id = self.job_of(&req.into_inner().job_id)?;
         let was_running = self
             .engine
             .cancel(id)

@@ -13,7 +13,7 @@ use tonic::Code;
 use zkforge_engine::{Engine, EngineConfig, ParamsDir};
 use zkforge_groth16::CpuBackend;
 use zkforge_server::pb::{self, proving_engine_client::ProvingEngineClient};
-use zkforge_server::{serve_with, Access, Listen, Running, TlsFiles};
+use zkforge_server::{serve_with, Access, Listen, Running, ServeOptions, TlsFiles};
 
 /// PEM certificate and key.
 struct Pem {
@@ -126,12 +126,10 @@ async fn status(c: &mut ProvingEngineClient<Channel>) -> Result<(), tonic::Statu
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reachable_address_is_refused_without_tls_and_client_authentication() {
     let any: Listen = "0.0.0.0:0".parse().unwrap();
-    let limits = Default::default();
     let err = serve_with(
         engine(),
         any.clone(),
-        &Access::default(),
-        &limits,
+        &ServeOptions::default(),
         |_| {},
         async {},
     )

@@ -182,7 +182,7 @@ async fn prove_over_tcp_and_the_rpcs_around_it() {
     let porep = status
         .queues
         .iter()
-        .find(|q| q.proof_kind == "porep_c2")
+        .find(|q| q.proof_kind == "porep-c2")
         .unwrap();
     assert_eq!(
         porep.pending + porep.in_progress,
@@ -195,13 +195,19 @@ async fn prove_over_tcp_and_the_rpcs_around_it() {
     assert_eq!(done.status, pb::ProofStatus::Completed as i32);
     assert!(m.verify_porep(&done.proof).unwrap());
 
-    // Cancel, unknown ids.
+    // Cancel, unknown ids; the job's number alone names nothing.
     let job = c
         .submit_proof(porep_request(fx.path(), &m, "sector-3"))
         .await
         .unwrap()
         .into_inner()
         .job_id;
+    let number = job.split('-').next().unwrap().to_string();
+    let guessed = c
+        .cancel_proof(pb::CancelProofRequest { job_id: number })
+        .await
+        .unwrap_err();
+    assert_eq!(guessed.code(), Code::NotFound, "{}", guessed.message());
     c.cancel_proof(pb::CancelProofRequest {
         job_id: job.clone(),
     })

@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Args;
@@ -9,7 +10,7 @@ use clap::ValueEnum;
 use zkforge_engine::{Engine, ParamsDir, ParamsSource};
 use zkforge_filecoin::shape::format_sector_size;
 use zkforge_filecoin::{params, ParamsId};
-use zkforge_server::{serve_http, serve_with, Listen};
+use zkforge_server::{serve_http, serve_with, Listen, ServeOptions};
 
 use super::backend::{self, BackendArg};
 use super::config::{Config, DaemonSection};
@@ -90,6 +91,10 @@ fn spawn_preload(
     Ok(())
 }
 
+/// How long a stopping daemon waits for its workers, and for its async tasks, once serving
+/// has ended.
+const ENGINE_STOP_GRACE: Duration = Duration::from_secs(2);
+
 pub fn run(args: DaemonArgs) -> Result<()> {
     let mut config = Config::load(args.config.as_deref())?;
     let d = &mut config.daemon;
@@ -150,7 +155,7 @@ pub fn run(args: DaemonArgs) -> Result<()> {
     let engine = Arc::new(Engine::start(config.engine, backend, source)?);
     spawn_preload(engine.clone(), preload, guard)?;
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
-    runtime.block_on(async {
+    let served = runtime.block_on(async {
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         let http_task = http.map(|addr| {
             let mut rx = stop_rx.clone();
@@ -164,28 +169,29 @@ pub fn run(args: DaemonArgs) -> Result<()> {
                 },
             ))
         });
-        let deadline = std::time::Duration::from_secs(config.daemon.shutdown_deadline_secs);
-        let on_stop = engine.clone();
-        let shutdown = async move {
-            shutdown_signal().await;
-            tokio::spawn(async move {
-                tokio::time::sleep(deadline).await;
-                let cancelled = tokio::task::spawn_blocking(move || on_stop.cancel_all())
-                    .await
-                    .unwrap_or(0);
-                tracing::warn!(
-                    cancelled,
-                    "shutdown deadline passed: cancelled the jobs still running"
-                );
-            });
+        let options = ServeOptions {
+            access,
+            limits: limits.clone(),
+            shutdown_deadline: Duration::from_secs(config.daemon.shutdown_deadline_secs),
         };
-        let result = serve_with(engine, listen, &access, &limits, |_| {}, shutdown).await;
+        let result = serve_with(engine.clone(), listen, &options, |_| {}, shutdown_signal()).await;
         let _ = stop_tx.send(true);
         if let Some(t) = http_task {
             t.await.context("the HTTP task")??;
         }
         result
-    })?;
+    });
+    // Serving has ended (past the deadline if need be): what is still running is work nobody
+    // will collect, and systemd's stop timeout is not ours to spend on it.
+    let left = engine.stop_within(Some(ENGINE_STOP_GRACE));
+    runtime.shutdown_timeout(ENGINE_STOP_GRACE);
+    served?;
+    if left > 0 {
+        tracing::warn!(
+            left,
+            "workers still running a unit are ended with the process"
+        );
+    }
     tracing::info!("daemon stopped; unfinished jobs were failed with a shutdown message");
     Ok(())
 }

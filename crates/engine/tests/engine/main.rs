@@ -5,6 +5,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 mod priorities;
+mod resubmission;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
@@ -285,7 +286,7 @@ fn invalid_config_and_missing_parameters_are_clear_errors() {
 }
 
 #[test]
-fn status_shows_partition_stages_and_workers_and_cancel_all_stops_everything() {
+fn status_shows_partition_stages_and_workers_and_fail_unfinished_stops_everything() {
     let (e, _) = engine(config(1), 0);
     let id = submit(&e, job(3, 300), None);
     std::thread::sleep(Duration::from_millis(100));
@@ -309,12 +310,12 @@ fn status_shows_partition_stages_and_workers_and_cancel_all_stops_everything() {
     assert!(s.workers.iter().any(|w| w.worker == WorkerId::synthesis(0)
         && w.job == Some(id)
         && w.partition == Some(0)));
-    assert_eq!(e.cancel_all(), 1);
+    assert_eq!(e.fail_unfinished("stopping"), 1);
     assert_eq!(
         e.wait(id, None).unwrap().unwrap().outcome,
-        JobOutcome::Cancelled
+        JobOutcome::Failed("stopping".into())
     );
-    assert_eq!(e.cancel_all(), 0);
+    assert_eq!(e.fail_unfinished("stopping"), 0);
     assert!(e.status().partitions.is_empty());
 }
 

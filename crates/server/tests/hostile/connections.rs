@@ -21,6 +21,7 @@ fn short_limits() -> Limits {
         body_timeout_secs: 1,
         max_request_bytes: "2MiB".into(),
         max_receiving_bytes: "3MiB".into(),
+        urgent_receiving_bytes: "1MiB".into(),
         ..Default::default()
     }
 }

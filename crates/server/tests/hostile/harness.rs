@@ -118,6 +118,14 @@ impl Daemon {
     }
 }
 
+impl Drop for Daemon {
+    /// A test that panics with jobs waiting on the gate would otherwise hang: the engine's
+    /// workers, blocked in the load, are joined when the runtime drops the service.
+    fn drop(&mut self) {
+        self.gate.release();
+    }
+}
+
 /// This process's peak resident memory (VmHWM), in bytes.
 pub fn peak_rss() -> u64 {
     zkforge_engine::process_memory().1

@@ -183,14 +183,19 @@ async fn request_ids_are_bounded_and_not_reused_for_another_request() {
         first.job_id, again.job_id,
         "the same request again is the same job"
     );
-    // The same id for another request: refused, not silently the old job.
-    let mut other = window_post_request(dir.path(), &m);
-    other.request_id = id;
+    // The same id for another request while its job runs: refused, not silently the old job.
+    let mut other = winning_post_request(dir.path(), &m, &id);
+    other.miner_id += 1;
     assert_refused(
         c.submit_proof(other).await,
         Code::AlreadyExists,
         "different payload",
     );
+    // Ids are scoped by proof kind: a WindowPoSt under the same id is a job of its own.
+    let mut window = window_post_request(dir.path(), &m);
+    window.request_id = id;
+    let window = c.submit_proof(window).await.unwrap().into_inner();
+    assert_ne!(window.job_id, first.job_id);
     d.answers_then_stop().await;
 }
 
@@ -204,19 +209,25 @@ async fn a_full_queue_answers_resource_exhausted() {
     };
     let d = Daemon::start(Limits::default(), config).await;
     let mut c = d.client().await;
+    let normal = |id: &str| pb::SubmitProofRequest {
+        priority: pb::Priority::Normal as i32,
+        ..winning_post_request(dir.path(), &m, id)
+    };
     for k in 0..2 {
         let r = c
-            .submit_proof(winning_post_request(dir.path(), &m, &format!("j{k}")))
+            .submit_proof(normal(&format!("j{k}")))
             .await
             .unwrap()
             .into_inner();
         assert_eq!(r.assigned_gpu, "", "the CPU backend has no GPU");
         assert!(r.queue_position <= k, "{r:?}");
     }
-    let third = c
-        .submit_proof(winning_post_request(dir.path(), &m, "j2"))
-        .await;
+    let third = c.submit_proof(normal("j2")).await;
     assert_refused(third, Code::ResourceExhausted, "engine.max_queued_jobs");
+    // Urgent work has room of its own: a WinningPoSt (Critical by default) still gets in.
+    c.submit_proof(winning_post_request(dir.path(), &m, "urgent"))
+        .await
+        .expect("a critical proof is admitted past a full queue of bulk work");
     d.answers_then_stop().await;
 
     // Bytes held by queued requests: a limit below one request's size refuses it.
@@ -227,7 +238,10 @@ async fn a_full_queue_answers_resource_exhausted() {
     let d = Daemon::start(Limits::default(), config).await;
     let mut c = d.client().await;
     let r = c
-        .submit_proof(winning_post_request(dir.path(), &m, "big"))
+        .submit_proof(pb::SubmitProofRequest {
+            priority: pb::Priority::Normal as i32,
+            ..winning_post_request(dir.path(), &m, "big")
+        })
         .await;
     assert_refused(
         r,
