@@ -202,3 +202,75 @@ async fn large_c1_submissions_leave_status_calls_answering() {
     );
     drop(d);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_with_proofs_in_flight_answers_them_and_exits_by_the_deadline() {
+    let dir = tempfile::tempdir().unwrap();
+    let fx = dir.path().join("fx");
+    let m = zkforge_fixtures::make(2048, &fx, 9).unwrap();
+    // The WinningPoSt key is a FIFO nobody writes: its load never ends (a stuck disk).
+    let params = dir.path().join("no-params");
+    std::fs::create_dir_all(&params).unwrap();
+    let stem =
+        zkforge_filecoin::registry::params_id(zkforge_filecoin::ProofKind::WinningPost, 2048)
+            .unwrap()
+            .stem;
+    let fifo =
+        std::ffi::CString::new(params.join(format!("{stem}.params")).to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo on a path we own.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+    let mut d = daemon(dir.path(), "[daemon]\nshutdown_deadline_secs = 2\n", 1024);
+    let addr = d.addr();
+    let p = m.winning_post().unwrap();
+    let request = |k: usize| pb::SubmitProofRequest {
+        request_id: format!("winpost-1000-{k}"),
+        proof_kind: pb::ProofKind::WinningPost as i32,
+        sector_size: 2048,
+        vanilla_proofs: zkforge_fixtures::read_base64_list(
+            &std::fs::read(fx.join(&p.vanilla)).unwrap(),
+        )
+        .unwrap(),
+        randomness: zkforge_fixtures::unhex32(&p.randomness).unwrap().to_vec(),
+        ..Default::default()
+    };
+    let mut calls = Vec::new();
+    for k in 0..3 {
+        let mut c = connect(&addr, Duration::from_secs(5)).await.unwrap();
+        let r = request(k);
+        calls.push(tokio::spawn(async move {
+            c.prove(pb::ProveRequest { submit: Some(r) }).await
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    d.stop();
+    let t = Instant::now();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // During the drain a new connection is refused at once (it once waited 20 s).
+    let refused = connect(&addr, Duration::from_secs(5)).await;
+    assert!(refused.is_err(), "a new call during the drain is refused");
+    assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+    // Every call in flight gets an answer naming the deadline.
+    for call in calls {
+        let r = call.await.unwrap().unwrap().into_inner().result.unwrap();
+        assert_eq!(r.status, pb::ProofStatus::Failed as i32);
+        assert!(
+            r.error_message.contains("shutdown_deadline"),
+            "{}",
+            r.error_message
+        );
+    }
+    // The process exits within the deadline and its graces (it once took 136 s).
+    let status = loop {
+        if let Some(s) = d.child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "still running after {:?}",
+            t.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(status.success(), "{status:?}");
+    eprintln!("SIGTERM to exit: {:?}", t.elapsed());
+}

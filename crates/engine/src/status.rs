@@ -14,7 +14,10 @@ use crate::stats::{LatencySeries, Stage, WorkerId};
 /// Queued and running units (partitions) and jobs of one proof kind.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct KindCounts {
+    /// Partitions in the synthesis queue.
     pub pending: usize,
+    /// Partitions past the queue and not yet proved (a worker's, waiting for their key or
+    /// memory, synthesizing, awaiting a prover or proving).
     pub in_progress: usize,
     /// Unfinished jobs none of whose partitions has started synthesis yet.
     pub jobs_queued: usize,
@@ -107,8 +110,14 @@ pub(crate) fn status(s: &Pipeline, job_table: &JobTable) -> EngineStatus {
         .map(|&k| {
             let pending = s.synth_queue.count_where(|u| u.job.kind() == k);
             let unfinished = || jobs.iter().filter(|j| j.kind() == k && !j.stopped());
-            let in_progress = unfinished().map(|j| j.lock().running).sum::<usize>()
-                + s.prove_queue.count_where(|u| u.job.kind() == k);
+            // Every partition not yet proved and not in the synthesis queue: waiting for its
+            // key or for memory in a worker's hands, synthesizing, awaiting or in a prover.
+            // Curio's backpressure adds these to `pending`; a job whose key is loading once
+            // counted for nothing and Curio sent more.
+            let in_progress = unfinished()
+                .map(|j| j.lock().remaining)
+                .sum::<usize>()
+                .saturating_sub(pending);
             let jobs_queued = unfinished()
                 .filter(|j| j.lock().first_synth.is_none())
                 .count();

@@ -25,6 +25,7 @@ pub mod limits;
 mod listener;
 mod metrics;
 mod parse_gate;
+mod receive;
 pub mod request;
 mod serve;
 mod service;

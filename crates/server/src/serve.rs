@@ -12,11 +12,12 @@ use zkforge_engine::Engine;
 
 use crate::access::{Access, SOCKET_MODE};
 use crate::drain::Drain;
-use crate::guard::{ReceiveBudget, RequestGuardLayer};
+use crate::guard::RequestGuardLayer;
 use crate::limits::Checked;
 use crate::listener::{Connections, Incoming, ListenerSlot};
 use crate::pb::proving_engine_server::ProvingEngineServer;
 use crate::pb::FILE_DESCRIPTOR_SET;
+use crate::receive::ReceiveBudget;
 use crate::ProvingService;
 
 /// tonic answers a request over the size limit with OUT_OF_RANGE before our code sees it;

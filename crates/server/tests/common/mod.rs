@@ -1,4 +1,6 @@
-//! What the daemon tests share.
+//! What the daemon tests share (each suite uses part of it).
+
+#![allow(dead_code)]
 
 use std::net::SocketAddr;
 use std::path::Path;

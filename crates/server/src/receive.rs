@@ -1,0 +1,334 @@
+//! Request bodies as they arrive, under one receive budget for every connection.
+//!
+//! - The bytes being received at once share `max_receiving_bytes`. A body with no room
+//!   waits for it — it is not read meanwhile, so HTTP/2's flow control holds the client's
+//!   bytes on its side — for at most `body_timeout`; a refusal only when the wait runs out.
+//!   The budget's last `urgent_receiving_bytes` are for urgent requests alone (HIGH or
+//!   CRITICAL, or a PoSt of unset priority, read from the message's first bytes:
+//!   `codec::urgent_head`): a WinningPoSt is received at once however many C1 outputs are
+//!   arriving.
+//! - A body must keep arriving at `min_receive_rate` or better, over windows of
+//!   [`RATE_WINDOW`] while it is read, else it is refused and its bytes freed: a client
+//!   trickling its last bytes cannot hold its share of the budget (one once held it for as
+//!   long as it trickled, and every other Prove was refused meanwhile).
+//! - A body that stops arriving for `body_timeout` is refused and its bytes freed.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body::{Body, Frame, SizeHint};
+use tokio::sync::futures::OwnedNotified;
+use tokio::sync::Notify;
+use tokio::time::{Instant, Sleep};
+use tonic::body::BoxBody;
+use tonic::Status;
+
+use crate::codec::{urgent_head, HEAD_BYTES};
+
+/// The span over which a body's arrival rate is measured against `min_receive_rate`.
+pub const RATE_WINDOW: Duration = Duration::from_secs(5);
+
+/// gRPC's length-prefixed message: a compression flag and a 4-byte length before the bytes.
+const GRPC_PREFIX: usize = 5;
+
+/// Bytes being received at once, over every connection.
+pub struct ReceiveBudget {
+    limit: u64,
+    /// The part of `limit` only urgent requests (and the small RPCs) may take.
+    urgent_reserve: u64,
+    used: AtomicU64,
+    /// Bodies waiting for room are woken when bytes come back.
+    freed: Arc<Notify>,
+}
+
+impl ReceiveBudget {
+    pub fn new(limit: u64, urgent_reserve: u64) -> Arc<Self> {
+        Arc::new(Self {
+            limit,
+            urgent_reserve: urgent_reserve.min(limit),
+            used: AtomicU64::new(0),
+            freed: Arc::new(Notify::new()),
+        })
+    }
+
+    /// Bytes held by requests being received now.
+    pub fn used(&self) -> u64 {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    /// Takes `n` bytes if they fit: all of the budget for urgent requests, the budget less
+    /// the urgent reserve for the rest.
+    fn try_take(&self, n: u64, urgent: bool) -> bool {
+        let cap = match urgent {
+            true => self.limit,
+            false => self.limit - self.urgent_reserve,
+        };
+        self.used
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |u| {
+                u.checked_add(n).filter(|&t| t <= cap)
+            })
+            .is_ok()
+    }
+
+    fn give_back(&self, n: u64) {
+        if n > 0 {
+            self.used.fetch_sub(n, Ordering::AcqRel);
+            self.freed.notify_waiters();
+        }
+    }
+}
+
+/// Whether a body's bytes may use the urgent reserve of the receive budget.
+enum Urgency {
+    /// The message's first bytes are still arriving; until they say, it may (they are few).
+    Reading {
+        head: Vec<u8>,
+        prove: bool,
+    },
+    Known(bool),
+}
+
+impl Urgency {
+    /// Reads the message's head from `data` until it says; returns whether the bytes may
+    /// use the reserve.
+    fn observe(&mut self, data: &[u8]) -> bool {
+        let Urgency::Reading { head, prove } = self else {
+            return matches!(self, Urgency::Known(true));
+        };
+        let want = GRPC_PREFIX + HEAD_BYTES;
+        head.extend_from_slice(&data[..data.len().min(want - head.len())]);
+        let message_len = head
+            .get(1..GRPC_PREFIX)
+            .map(|b| u32::from_be_bytes(b.try_into().expect("4 bytes")) as usize);
+        if message_len.is_some_and(|len| head.len() >= GRPC_PREFIX + len.min(HEAD_BYTES)) {
+            *self = Urgency::Known(urgent_head(&head[GRPC_PREFIX..], *prove));
+        }
+        !matches!(self, Urgency::Known(false))
+    }
+}
+
+/// A request body under its method's size limit, the receive budget, the minimum rate and
+/// the stall timeout.
+pub struct GuardedBody {
+    inner: BoxBody,
+    limit: u64,
+    received: u64,
+    budget: Arc<ReceiveBudget>,
+    urgency: Urgency,
+    timeout: Duration,
+    /// The stall clock while the body is read; the wait's clock while it waits for room.
+    stall: Pin<Box<Sleep>>,
+    /// A frame received but not yet given room in the budget, and whether it is urgent.
+    waiting: Option<(Frame<Bytes>, bool)>,
+    /// The wake-up for a waiting frame when bytes come back.
+    wake: Option<Pin<Box<OwnedNotified>>>,
+    /// Bytes a second the body must keep up (0: no minimum).
+    min_rate: u64,
+    /// Since when the current rate window runs, and the bytes it brought.
+    window: (Instant, u64),
+    window_end: Pin<Box<Sleep>>,
+}
+
+impl GuardedBody {
+    /// `large`: `Some(prove)` for SubmitProof (`false`) and Prove (`true`), whose messages
+    /// carry proofs' inputs; `None` for the small RPCs.
+    pub fn new(
+        inner: BoxBody,
+        limit: u64,
+        large: Option<bool>,
+        budget: Arc<ReceiveBudget>,
+        timeout: Duration,
+        min_rate: u64,
+    ) -> Self {
+        let now = Instant::now();
+        Self {
+            inner,
+            limit,
+            received: 0,
+            budget,
+            urgency: match large {
+                Some(prove) => Urgency::Reading {
+                    head: Vec::new(),
+                    prove,
+                },
+                // Small messages may use the reserve: 64 KiB at most each.
+                None => Urgency::Known(true),
+            },
+            timeout,
+            stall: Box::pin(tokio::time::sleep(timeout)),
+            waiting: None,
+            wake: None,
+            min_rate,
+            window: (now, 0),
+            window_end: Box::pin(tokio::time::sleep_until(now + RATE_WINDOW)),
+        }
+    }
+
+    /// Starts the rate window and the stall clock afresh from `now`.
+    fn restart_clocks(&mut self, now: Instant) {
+        self.window = (now, 0);
+        self.window_end.as_mut().reset(now + RATE_WINDOW);
+        self.stall.as_mut().reset(now + self.timeout);
+    }
+
+    /// Refuses the body if the window that ended by `now` brought fewer bytes than the
+    /// minimum rate asks; starts the next window otherwise.
+    fn check_rate(&mut self, now: Instant) -> Result<(), Status> {
+        let (start, bytes) = self.window;
+        if self.min_rate == 0 || now < start + RATE_WINDOW {
+            return Ok(());
+        }
+        let needed = self.min_rate.saturating_mul(RATE_WINDOW.as_secs());
+        if bytes < needed {
+            return Err(Status::resource_exhausted(format!(
+                "the request body arrived at {} bytes/s over the last {} s, below \
+                 limits.min_receive_rate ({} bytes/s); its {} bytes are freed",
+                bytes / RATE_WINDOW.as_secs(),
+                RATE_WINDOW.as_secs(),
+                self.min_rate,
+                self.received
+            )));
+        }
+        self.window = (now, 0);
+        self.window_end.as_mut().reset(now + RATE_WINDOW);
+        Ok(())
+    }
+
+    /// Gives `frame` its room in the budget, or parks it until room comes back (the
+    /// wake-up registered before the second look, so that no return of bytes is missed).
+    /// `resumed`: the frame was already waiting.
+    fn admit(
+        &mut self,
+        frame: Frame<Bytes>,
+        urgent: bool,
+        resumed: bool,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Frame<Bytes>, Status>> {
+        let n = frame.data_ref().map_or(0, |d| d.len() as u64);
+        let freed = || Box::pin(self.budget.freed.clone().notified_owned());
+        let mut wake = self.wake.take().unwrap_or_else(freed);
+        loop {
+            wake.as_mut().enable();
+            if self.budget.try_take(n, urgent) {
+                let now = Instant::now();
+                if resumed {
+                    // Nothing was read while it waited: the rate is measured from now.
+                    self.restart_clocks(now);
+                }
+                self.received += n;
+                self.window.1 += n;
+                self.stall.as_mut().reset(now + self.timeout);
+                return Poll::Ready(Ok(frame));
+            }
+            match wake.as_mut().poll(cx) {
+                Poll::Ready(()) => wake = freed(),
+                Poll::Pending => break,
+            }
+        }
+        if !resumed {
+            // The stall clock bounds the wait for room from here.
+            self.stall.as_mut().reset(Instant::now() + self.timeout);
+        }
+        if self.stall.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(Err(Status::resource_exhausted(format!(
+                "the daemon has been receiving {} bytes of requests for {} s with no room for \
+                 this one (limits.max_receiving_bytes{}); retry",
+                self.budget.used(),
+                self.timeout.as_secs(),
+                match urgent {
+                    true => "",
+                    false => ", less limits.urgent_receiving_bytes kept for urgent proofs",
+                }
+            ))));
+        }
+        self.waiting = Some((frame, urgent));
+        self.wake = Some(wake);
+        Poll::Pending
+    }
+
+    /// `admit`'s answer with the rate checked once the frame's bytes are counted.
+    fn admitted(
+        &mut self,
+        admitted: Poll<Result<Frame<Bytes>, Status>>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
+        match admitted {
+            Poll::Ready(Ok(frame)) => {
+                let check = match self.inner.is_end_stream() {
+                    true => Ok(()),
+                    false => self.check_rate(Instant::now()),
+                };
+                Poll::Ready(Some(check.map(|()| frame)))
+            }
+            Poll::Ready(Err(e)) => Poll::Ready(Some(Err(e))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl Body for GuardedBody {
+    type Data = Bytes;
+    type Error = Status;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
+        let this = &mut *self;
+        // A frame waiting for room goes first; nothing more is read meanwhile.
+        if let Some((frame, urgent)) = this.waiting.take() {
+            let admitted = this.admit(frame, urgent, true, cx);
+            return this.admitted(admitted);
+        }
+        match Pin::new(&mut this.inner).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => {
+                let Some(data) = frame.data_ref() else {
+                    return Poll::Ready(Some(Ok(frame)));
+                };
+                if this.received + data.len() as u64 > this.limit {
+                    return Poll::Ready(Some(Err(Status::resource_exhausted(format!(
+                        "request larger than this method takes ({} bytes; \
+                         limits.max_request_bytes for SubmitProof and Prove)",
+                        this.limit
+                    )))));
+                }
+                let urgent = this.urgency.observe(data);
+                let admitted = this.admit(frame, urgent, false, cx);
+                this.admitted(admitted)
+            }
+            Poll::Pending => {
+                if this.stall.as_mut().poll(cx).is_ready() {
+                    return Poll::Ready(Some(Err(Status::deadline_exceeded(format!(
+                        "the request body stalled: no bytes for {} s (limits.body_timeout_secs)",
+                        this.timeout.as_secs()
+                    )))));
+                }
+                while this.min_rate > 0 && this.window_end.as_mut().poll(cx).is_ready() {
+                    if let Err(e) = this.check_rate(Instant::now()) {
+                        return Poll::Ready(Some(Err(e)));
+                    }
+                }
+                Poll::Pending
+            }
+            other => other,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.waiting.is_none() && self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+impl Drop for GuardedBody {
+    fn drop(&mut self) {
+        self.budget.give_back(self.received);
+    }
+}

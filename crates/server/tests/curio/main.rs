@@ -1,0 +1,20 @@
+//! Curio's own client against the daemon (issue 36): its request shapes, the unary `Prove`
+//! only, its retries of a failed task with the same request (scaled down), and what other
+//! local processes can do beside it. One test per way Curio once lost a proof, a retry or its
+//! connection; each asserts the outcome Curio needs — a proof filecoin-proofs accepts, an
+//! answer in time — not merely a status code.
+//!
+//! `retries.rs`: what Curio itself does (retries after a failure or a cancellation, ProofShare's
+//! SnapDeals, urgent proofs past a full queue, a stop under load, GetStatus's names);
+//! `neighbours.rs`: what another local client does beside it (guessed job ids, squatted
+//! request ids, trickled bodies, held connections, slowloris on the scrape port, crowds of
+//! waiters, bad ids, a row of 32 GiB C1 outputs ahead of a WinningPoSt).
+
+mod client;
+#[path = "../common/mod.rs"]
+mod common;
+mod daemon;
+mod neighbours;
+mod raw;
+mod requests;
+mod retries;

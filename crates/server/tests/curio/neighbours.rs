@@ -1,0 +1,414 @@
+//! What another local process can do beside Curio (any process on the machine can connect
+//! to loopback), and what Curio must still get: its proofs, its connection, its scrapes, a
+//! GetStatus within its 5 s, a WinningPoSt in time.
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use prost::Message;
+use tonic::Code;
+use zkforge_engine::EngineConfig;
+use zkforge_filecoin::ProofKind;
+use zkforge_server::pb::{self, proving_engine_client::ProvingEngineClient};
+use zkforge_server::Limits;
+
+use crate::client::{Address, Curio, Retries};
+use crate::daemon::{Setup, TestDaemon};
+use crate::raw;
+use crate::requests::Sector;
+
+async fn stranger(d: &TestDaemon) -> ProvingEngineClient<tonic::transport::Channel> {
+    ProvingEngineClient::connect(format!("http://{}", d.tcp()))
+        .await
+        .unwrap()
+        .max_encoding_message_size(usize::MAX)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn guessed_job_ids_cancel_nothing_of_curios() {
+    let sector = Sector::new(21);
+    let d = TestDaemon::start(Setup {
+        held: vec![ProofKind::PoRep],
+        ..Setup::default()
+    })
+    .await;
+    let req = sector.porep();
+    let mut curio = d.curio();
+    let task = tokio::spawn({
+        let req = req.clone();
+        async move {
+            curio
+                .task(
+                    req,
+                    Retries::curio(pb::ProofKind::PorepSealCommit),
+                    |_, _| {},
+                )
+                .await
+        }
+    });
+    d.until_unfinished(ProofKind::PoRep, 1).await;
+    let mut other = stranger(&d).await;
+    for n in 1..=20u64 {
+        for id in [
+            n.to_string(),
+            format!("{n}-{}", "0".repeat(32)),
+            format!("porep-1000-{n}"),
+        ] {
+            let e = other
+                .cancel_proof(pb::CancelProofRequest { job_id: id.clone() })
+                .await
+                .unwrap_err();
+            assert_eq!(e.code(), Code::NotFound, "{id}: {}", e.message());
+        }
+    }
+    assert_eq!(
+        d.unfinished(ProofKind::PoRep),
+        1,
+        "Curio's PoRep still runs"
+    );
+    d.hold.release(true);
+    let outcome = task.await.unwrap();
+    assert!(sector.verifies(&req, outcome.proof()));
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    d.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_squatted_request_id_leaves_curios_proof_alone() {
+    let sector = Sector::new(22);
+    let d = TestDaemon::start(Setup::default()).await;
+    let porep = sector.porep();
+    // Another process proves a WinningPoSt under the id Curio will use for the sector's PoRep.
+    let mut squat = sector.winning_post();
+    squat.request_id = porep.request_id.clone();
+    let mut other = stranger(&d).await;
+    let theirs = other
+        .prove(pb::ProveRequest {
+            submit: Some(squat),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .result
+        .unwrap();
+    assert_eq!(theirs.status, pb::ProofStatus::Completed as i32);
+    let outcome = d
+        .curio()
+        .task(
+            porep.clone(),
+            Retries::curio(pb::ProofKind::PorepSealCommit),
+            |_, _| {},
+        )
+        .await;
+    assert!(sector.verifies(&porep, outcome.proof()));
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    d.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trickled_bodies_cannot_hold_the_receive_budget() {
+    let sector = Sector::new(23);
+    let d = TestDaemon::start(Setup {
+        limits: Limits {
+            max_request_bytes: "2MiB".into(),
+            max_receiving_bytes: "8MiB".into(),
+            urgent_receiving_bytes: "2MiB".into(),
+            ..Limits::default()
+        },
+        ..Setup::default()
+    })
+    .await;
+    // Three bodies announcing 2 MiB hold the 6 MiB bulk work may use, then trickle a byte
+    // every 500 ms (the stall timeout is 30 s: each byte restarts it).
+    let announced = 2 << 20;
+    let mut trickles = Vec::new();
+    for _ in 0..3 {
+        let mut c = raw::start(
+            d.tcp(),
+            "SubmitProof",
+            announced,
+            &vec![0x0a; announced as usize - 64],
+        )
+        .await;
+        let answer = tokio::spawn(async move {
+            let answer = raw::answer(c.response, Duration::from_secs(20)).await;
+            (answer, Instant::now())
+        });
+        let drip = tokio::spawn(async move {
+            for _ in 0..60 {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                if c.body
+                    .send_data(Bytes::from_static(&[0x0a]), false)
+                    .is_err()
+                {
+                    return;
+                }
+            }
+        });
+        trickles.push((answer, drip));
+    }
+    let t = Instant::now();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Urgent work has a reserve: Curio's WinningPoSt (one try) is received and proved at once.
+    let winning = sector.winning_post();
+    let proof = d.curio().prove(winning.clone()).await.expect("the one try");
+    assert!(sector.verifies(&winning, &proof.proof));
+    // Bulk work waits for room instead of being refused, and gets it when the tricklers are
+    // cut: Curio's SnapDeals proves on its first try.
+    let snap = sector.snap();
+    let proof = d.curio().prove(snap.clone()).await.expect("the first try");
+    assert!(sector.verifies(&snap, &proof.proof));
+    // Each trickler was cut at the end of its first rate window (5 s), not after its 30 s.
+    for (answer, drip) in trickles {
+        let ((status, msg), at) = answer.await.unwrap();
+        assert_eq!(status, Code::ResourceExhausted as i32, "{msg}");
+        assert!(msg.contains("min_receive_rate"), "{msg}");
+        let cut = at - t;
+        assert!(cut < Duration::from_secs(8), "cut after {cut:?}");
+        drip.abort();
+    }
+    d.stop().await;
+}
+
+/// File descriptors this process holds.
+fn open_files() -> usize {
+    std::fs::read_dir("/proc/self/fd").unwrap().count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_process_holding_every_connection_cannot_lock_curio_out() {
+    let sector = Sector::new(24);
+    let d = TestDaemon::start(Setup {
+        limits: Limits {
+            max_connections_per_client: 8,
+            idle_timeout_secs: 3,
+            ..Limits::default()
+        },
+        ..Setup::default()
+    })
+    .await;
+    let files = open_files();
+    // Curio connects first and goes idle; then another process takes every slot of the
+    // loopback client and keeps each busy with a GetStatus every 2 s.
+    let mut curio = d.curio();
+    curio.get_status().await.unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut holders = Vec::new();
+    for _ in 0..8 {
+        let addr = d.tcp();
+        let stop = stop.clone();
+        holders.push(tokio::spawn(async move {
+            let mut c = ProvingEngineClient::connect(format!("http://{addr}"))
+                .await
+                .ok();
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                if let Some(c) = c.as_mut() {
+                    let _ = c.get_status(pb::GetStatusRequest {}).await;
+                }
+                tokio::time::sleep(Duration::from_secs(2)).await;
+            }
+        }));
+    }
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    // Curio's channel, idle-closed meanwhile, and a new one: both answered, and proving.
+    curio
+        .get_status()
+        .await
+        .expect("Curio's channel after its idle close");
+    let winning = sector.winning_post();
+    let proof = Curio::new(Address::Tcp(d.tcp()))
+        .prove(winning.clone())
+        .await
+        .expect("a new channel's one try");
+    assert!(sector.verifies(&winning, &proof.proof));
+    // Slots go back when connections close: the daemon's open files return to their level.
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for h in holders {
+        h.await.unwrap();
+    }
+    drop(curio);
+    let mut after = open_files();
+    for _ in 0..50 {
+        if after <= files {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        after = open_files();
+    }
+    assert!(
+        after <= files,
+        "open files {files} before, {after} 5 s after"
+    );
+    d.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_scraper_gets_every_scrape_past_slowloris_sockets() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let limits = Limits {
+        max_connections_per_client: 8,
+        ..Limits::default()
+    };
+    let params = Box::new(zkforge_engine::ParamsDir(crate::daemon::param_dir()));
+    let (addr, stop, task) = crate::common::spawn_http(params, limits.check().unwrap()).await;
+    // Eight sockets: half send a header a byte at a time, half an idle keep-alive.
+    let mut held = Vec::new();
+    for k in 0..8 {
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        if k % 2 == 0 {
+            s.write_all(b"GET /metr").await.unwrap();
+        } else {
+            s.write_all(b"GET /status HTTP/1.1\r\nHost: x\r\n\r\n")
+                .await
+                .unwrap();
+        }
+        held.push(s);
+    }
+    let drip = tokio::spawn(async move {
+        for _ in 0..40 {
+            tokio::time::sleep(Duration::from_millis(250)).await;
+            for s in held.iter_mut().step_by(2) {
+                let _ = s.write_all(b"i").await;
+            }
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let mut scraped = 0;
+    for _ in 0..13 {
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        s.write_all(b"GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n")
+            .await
+            .unwrap();
+        let mut body = String::new();
+        if let Ok(Ok(_)) =
+            tokio::time::timeout(Duration::from_secs(2), s.read_to_string(&mut body)).await
+        {
+            scraped += body.contains("zkforge_memory_budget_bytes") as usize;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(scraped, 13, "scrapes answered");
+    drip.abort();
+    let _ = stop.send(());
+    task.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hundreds_of_waiters_on_a_stuck_job_leave_get_status_answering() {
+    let sector = Sector::new(25);
+    let d = TestDaemon::start(Setup {
+        held: vec![ProofKind::WindowPost],
+        ..Setup::default()
+    })
+    .await;
+    let mut other = stranger(&d).await;
+    let job = other
+        .submit_proof(sector.window_post())
+        .await
+        .unwrap()
+        .into_inner()
+        .job_id;
+    let mut channels = Vec::new();
+    for _ in 0..8 {
+        channels.push(stranger(&d).await);
+    }
+    let mut waiters = Vec::new();
+    for k in 0..300 {
+        let mut c = channels[k % 8].clone();
+        let job = job.clone();
+        waiters.push(tokio::spawn(async move {
+            c.await_proof(pb::AwaitProofRequest {
+                job_id: job,
+                timeout_ms: 0,
+            })
+            .await
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut curio = d.curio();
+    let mut slowest = Duration::ZERO;
+    for _ in 0..20 {
+        let t = Instant::now();
+        curio.get_status().await.expect("within Curio's 5 s");
+        slowest = slowest.max(t.elapsed());
+    }
+    assert!(
+        slowest < Duration::from_millis(500),
+        "slowest GetStatus {slowest:?}"
+    );
+    d.hold.release(false);
+    for w in waiters {
+        let r = w.await.unwrap().unwrap().into_inner();
+        assert_eq!(r.status, pb::ProofStatus::Failed as i32);
+    }
+    d.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_id_that_is_not_utf8_is_an_invalid_argument() {
+    let sector = Sector::new(26);
+    let d = TestDaemon::start(Setup::default()).await;
+    let mut bytes = sector.winning_post().encode_to_vec();
+    // Field 1 (request_id) comes first: its first byte of text made invalid UTF-8.
+    assert_eq!(bytes[0], 0x0a);
+    bytes[2] = 0xff;
+    let (status, msg) = raw::call(d.tcp(), "SubmitProof", &bytes).await;
+    assert_eq!(status, Code::InvalidArgument as i32, "{msg}");
+    assert!(
+        msg.contains("UTF-8") || msg.contains("utf-8") || msg.contains("string"),
+        "{msg}"
+    );
+    d.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_critical_winning_post_is_parsed_ahead_of_queued_c1_outputs() {
+    let sector = Sector::new(27);
+    let big = tempfile::tempdir().unwrap();
+    let m =
+        zkforge_fixtures::make_sparse(32 << 30, big.path(), 1, &[ProofKind::PoRep], &()).unwrap();
+    let c1 = std::fs::read(big.path().join(&m.c1_wrapper)).unwrap();
+    let d = TestDaemon::start(Setup {
+        engine: EngineConfig {
+            max_queued_jobs: 8,
+            ..Setup::default().engine
+        },
+        limits: Limits {
+            parse_workers: 1,
+            ..Limits::default()
+        },
+        ..Setup::default()
+    })
+    .await;
+    let c1_request = |n: usize| pb::SubmitProofRequest {
+        request_id: format!("porep-1000-{n}"),
+        proof_kind: pb::ProofKind::PorepSealCommit as i32,
+        priority: pb::Priority::Normal as i32,
+        vanilla_proof: c1.clone(),
+        ..Default::default()
+    };
+    let mut c1s = Vec::new();
+    for n in 0..6 {
+        let mut c = stranger(&d).await;
+        let r = c1_request(n);
+        c1s.push(tokio::spawn(async move {
+            let _ = c.submit_proof(r).await;
+            Instant::now()
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let winning = sector.winning_post();
+    let proof = d.curio().prove(winning.clone()).await.expect("the one try");
+    let proved = Instant::now();
+    assert!(sector.verifies(&winning, &proof.proof));
+    let mut c1_done = Vec::new();
+    for c in c1s {
+        c1_done.push(c.await.unwrap());
+    }
+    let last = c1_done.into_iter().max().unwrap();
+    assert!(
+        proved < last,
+        "the WinningPoSt waited for every C1 to be parsed"
+    );
+    d.stop().await;
+}
