@@ -1,7 +1,7 @@
 //! `Gpu`: one device's share of the backend: worker stream handles, the kernel lock, the VRAM
 //! budget, and the proving keys whose bases live there (LRU, or streamed when they do not fit).
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use blstrs::{G1Affine, G2Affine};
@@ -97,8 +97,11 @@ pub(crate) struct OnDevice {
     /// None: streamed from the key in host memory.
     pub queries: Option<DeviceQueries>,
     pub matrices: Option<DeviceMatrices>,
-    /// Keeps the recorded matrices' address, part of the item's id, from being reused.
-    _of: Option<Arc<ConstraintMatrices>>,
+    /// Keeps the recorded matrices' address, part of the item's id, from being reused: a weak
+    /// reference holds the allocation of the `Arc`, not the 6.84 GiB of host matrices, which
+    /// go when the engine's parameter set lets go of them (its memory budget stops counting
+    /// them then).
+    _of: Option<Weak<ConstraintMatrices>>,
 }
 
 /// Which key (cut at which inputs) and which matrices an item holds, and whether the key is
@@ -362,7 +365,7 @@ impl Gpu {
             inputs: InputBases::of(key, n_in, b_in)?,
             queries,
             matrices: device_matrices,
-            _of: matrices.cloned(),
+            _of: matrices.map(Arc::downgrade),
         })
     }
 
