@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use blstrs::{G1Affine, G2Affine};
 
+use zkforge_groth16::prover::fit::KeyPolicy;
 use zkforge_groth16::r1cs::ConstraintMatrices;
 use zkforge_groth16::srs::Query;
 use zkforge_groth16::{KeyRef, PriorityLock, ProvingKey, QueryLengths};
@@ -226,9 +227,19 @@ impl Gpu {
     /// Room kept free beside a key for its partitions: two in `auto` (so that two workers
     /// overlap), otherwise one (a key that leaves no room for a partition is of no use).
     fn headroom(&self, partition_bytes: u64) -> u64 {
-        match self.residency {
-            Residency::Auto => 2 * partition_bytes,
-            _ => partition_bytes,
+        self.key_policy(false).headroom_partitions * partition_bytes
+    }
+
+    /// Where `on_device` may put a key (left in its file when `in_file`), for the capacity
+    /// check made before a key is read.
+    pub fn key_policy(&self, in_file: bool) -> KeyPolicy {
+        KeyPolicy {
+            resident: self.residency != Residency::Host,
+            streamed: !in_file && self.residency != Residency::Vram,
+            headroom_partitions: match self.residency {
+                Residency::Auto => 2,
+                _ => 1,
+            },
         }
     }
 
