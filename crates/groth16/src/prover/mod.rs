@@ -4,6 +4,7 @@
 mod assemble;
 mod cpu;
 pub mod fit;
+pub mod placement;
 mod plan;
 mod priority_lock;
 
