@@ -1,15 +1,17 @@
 //! The host memory budget holds where a GPU whose VRAM cannot keep a proving key streams it:
 //! the key decoded in host memory, read from its `.params` file as the daemon reads it; the
 //! circuit's recorded matrices on the host; each partition's aux written into a pooled witness
-//! buffer (the CUDA backend's page-locked pool, here unpinned) and its a, b, c left to the
-//! device. [`StreamedKeyBackend`] is that backend's host side without a GPU: it reads every
+//! buffer (the CUDA backend's page-locked pool; here resident in full without a driver to lock
+//! it) and its a, b, c left to the device. [`StreamedKeyBackend`] is that backend's host side without a GPU: it reads every
 //! base of the key and every aux value of the witness, as the streamed copies do, and returns
 //! sums no verifier would accept (proofs are not checked here; memory is).
 //!
-//! Two parameter sets of different sizes run side by side, the budget holding both and 2.5 of
-//! the larger partitions, so that it binds and pooled buffers of one size meet partitions of
-//! the other. The engine runs in a child process; its peak RSS (VmHWM) may exceed its baseline
-//! by the budget and [`MARGIN`], no more.
+//! Two parameter sets of different sizes, the budget holding both and 2.5 of the larger
+//! partitions, so that it binds; the smaller's jobs run after the larger's, when the pool holds
+//! the larger buffers. The engine runs in a child process (RSS is the process's); its peak RSS
+//! (VmHWM) may exceed its baseline by the budget and [`MARGIN`], no more, while the keys load
+//! and while the jobs run. The accounting before issue 35 fails it by ~100 MiB (the key files
+//! mapped while decoded; larger pooled buffers lent to smaller partitions).
 
 use std::path::Path;
 use std::process::Command;
@@ -28,7 +30,7 @@ use zkforge_groth16::{
     ScalarPool, Witness,
 };
 
-/// log2 of the two circuits' sizes: a partition of the larger holds an 8 MiB aux buffer, of
+/// log2 of the two circuits' sizes: a partition of the larger holds a 16 MiB aux buffer, of
 /// the smaller 2 MiB (both above the pool's 1 MiB threshold).
 const LARGE: u32 = 19;
 const SMALL: u32 = 16;
