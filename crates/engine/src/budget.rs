@@ -26,12 +26,17 @@ pub trait Reclaimable: Send + Sync {
 }
 
 /// Bytes of host memory shared by parameters, synthesized partitions and idle pooled buffers:
-/// reservations plus what the reclaimable holds never exceed the total.
+/// reservations plus what the reclaimable holds (plus, for the engine's budget, buffers handed
+/// to the reaper and not yet freed) never exceed the total.
 pub struct MemoryBudget {
     total: u64,
     state: Mutex<State>,
     freed: Condvar,
     reclaimable: Option<Arc<dyn Reclaimable>>,
+    /// Count `reaper::pending_bytes()` as held: memory released to the reaper (a reservation's
+    /// witness, buffers the pool let go to make room) is still there until the reaper frees it,
+    /// and a reservation granted meanwhile would be memory held twice.
+    counts_pending_frees: bool,
 }
 
 impl std::fmt::Debug for MemoryBudget {
@@ -51,18 +56,27 @@ pub struct Reservation {
 }
 
 impl MemoryBudget {
+    /// A budget of reservations only (what unit tests of its rules use).
     pub fn new(total: u64) -> Arc<Self> {
-        Self::with_reclaimable(total, None)
+        Arc::new(Self {
+            total,
+            state: Mutex::default(),
+            freed: Condvar::new(),
+            reclaimable: None,
+            counts_pending_frees: false,
+        })
     }
 
-    /// A budget that also counts `reclaimable`'s memory, shrinking it when a reservation
-    /// needs the room.
+    /// The engine's budget: it also counts `reclaimable`'s memory, shrinking it when a
+    /// reservation needs the room, and the memory the reaper has yet to free (the process's:
+    /// one engine a process).
     pub fn with_reclaimable(total: u64, reclaimable: Option<Arc<dyn Reclaimable>>) -> Arc<Self> {
         Arc::new(Self {
             total,
             state: Mutex::default(),
             freed: Condvar::new(),
             reclaimable,
+            counts_pending_frees: true,
         })
     }
 
@@ -76,7 +90,15 @@ impl MemoryBudget {
     }
 
     fn held(&self) -> u64 {
-        self.reclaimable.as_ref().map_or(0, |r| r.held())
+        self.reclaimable.as_ref().map_or(0, |r| r.held()) + self.pending_frees()
+    }
+
+    fn pending_frees(&self) -> u64 {
+        if self.counts_pending_frees {
+            zkforge_groth16::reaper::pending_bytes()
+        } else {
+            0
+        }
     }
 
     /// Highest `used` seen, and the most reservations held at once.
@@ -162,14 +184,17 @@ impl MemoryBudget {
         if s.used + bytes > self.total {
             return None;
         }
+        let room = self.total - s.used - bytes;
         if let Some(r) = &self.reclaimable {
-            let room = self.total - s.used - bytes;
-            if r.held() > room {
-                r.shrink_to(room);
+            let target = room.saturating_sub(self.pending_frees());
+            if r.held() > target {
+                r.shrink_to(target);
             }
-            if r.held() > room {
-                return None;
-            }
+        }
+        // What the pool let go is pending on the reaper now: the reservation waits (its
+        // caller polls) until it is freed, instead of allocating beside it.
+        if self.held() > room {
+            return None;
         }
         s.used += bytes;
         s.reservations += 1;
@@ -258,6 +283,19 @@ impl Reservation {
     pub fn bytes(&self) -> u64 {
         self.bytes
     }
+
+    /// Gives back all but `bytes` (a reservation made from an estimate, once the real size is
+    /// known); a larger `bytes` changes nothing.
+    pub fn shrink_to(&mut self, bytes: u64) {
+        if bytes >= self.bytes {
+            return;
+        }
+        let mut s = self.budget.lock();
+        s.used -= self.bytes - bytes;
+        self.bytes = bytes;
+        drop(s);
+        self.budget.freed.notify_all();
+    }
 }
 
 impl Drop for Reservation {
@@ -344,6 +382,12 @@ mod tests {
         assert_eq!(t.join().unwrap(), 50);
         assert_eq!(b.used(), 0);
         assert_eq!(b.peaks(), (60, 1));
+        let mut estimate = b.try_reserve(80).unwrap();
+        estimate.shrink_to(30);
+        assert_eq!((estimate.bytes(), b.used()), (30, 30));
+        assert!(b.try_reserve(70).is_some(), "the rest is free again");
+        estimate.shrink_to(50);
+        assert_eq!(b.used(), 30, "never grows");
     }
 
     /// Idle buffers a pool holds.
@@ -375,5 +419,40 @@ mod tests {
         );
         drop(r);
         assert_eq!(b.used(), 50);
+    }
+
+    #[test]
+    fn memory_pending_on_the_reaper_is_held_until_freed() {
+        use zkforge_groth16::reaper::{drop_later, drop_later_counted};
+        /// Blocks the reaper until the test lets it go.
+        struct Gate(std::sync::mpsc::Receiver<()>);
+        impl Drop for Gate {
+            fn drop(&mut self) {
+                let _ = self.0.recv();
+            }
+        }
+        // Sizes no other test's garbage comes near: the reaper's count is the process's.
+        const UNIT: u64 = 1 << 48;
+        let idle = Arc::new(Idle(Mutex::new(0)));
+        let b = MemoryBudget::with_reclaimable(3 * UNIT, Some(idle));
+        let held = b.try_reserve(UNIT).unwrap();
+        let (open, gate) = std::sync::mpsc::channel();
+        drop_later(Gate(gate));
+        // A witness of 2 units freed on the reaper, not yet gone.
+        drop_later_counted(vec![0u8; 64], 2 * UNIT);
+        assert!(
+            b.try_reserve(UNIT).is_none(),
+            "memory on its way out is still held"
+        );
+        let b2 = b.clone();
+        let waiter = std::thread::spawn(move || {
+            b2.reserve_or(UNIT, Duration::from_millis(5), || false)
+                .map(|r| r.bytes())
+        });
+        std::thread::sleep(Duration::from_millis(30));
+        assert!(!waiter.is_finished(), "it waits for the reaper");
+        open.send(()).unwrap();
+        assert_eq!(waiter.join().unwrap(), Some(UNIT));
+        drop(held);
     }
 }

@@ -11,6 +11,42 @@ pub enum BudgetSetting {
     Bytes(u64),
 }
 
+/// What `/proc/meminfo` says of the machine's memory, in bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemInfo {
+    pub total: u64,
+    pub available: u64,
+}
+
+impl MemInfo {
+    /// This machine's, now.
+    pub fn now() -> Result<Self> {
+        let info = std::fs::read_to_string("/proc/meminfo")
+            .context("the memory budget needs /proc/meminfo")?;
+        Ok(Self {
+            total: kib_field(&info, "MemTotal")?,
+            available: kib_field(&info, "MemAvailable")?,
+        })
+    }
+}
+
+/// Share of the machine's memory `memory_margin = "auto"` leaves to the kernel (page tables:
+/// 0.2% of the memory mapped at 4 KiB a page; slab; its free-page watermarks) and the page
+/// cache (a key file read at start passes through it, and the binary's and the CUDA driver's
+/// own pages must stay in it, or the machine thrashes before it runs out), in 1/1000.
+const AUTO_MARGIN_PER_MILLE: u64 = 40;
+/// Memory of the daemon that no reservation covers, which `memory_margin = "auto"` leaves
+/// besides: requests being received (the server's `limits.max_receiving_bytes`, 1 GiB by
+/// default), the CUDA driver's contexts and staging, the heap, thread stacks.
+const AUTO_MARGIN_PROCESS: u64 = 2 << 30;
+
+/// `memory_margin = "auto"` on a machine of `mem_total` bytes whose unfinished jobs may hold
+/// `queued_request_bytes` of requests: 4% of the memory, those requests, and 2 GiB for the
+/// rest of the daemon (9 GiB on a 125 GiB box with the defaults).
+pub fn auto_margin(mem_total: u64, queued_request_bytes: u64) -> u64 {
+    mem_total / 1000 * AUTO_MARGIN_PER_MILLE + queued_request_bytes + AUTO_MARGIN_PROCESS
+}
+
 impl BudgetSetting {
     /// Parses "auto", plain bytes, or a number with KiB/MiB/GiB/TiB.
     pub fn parse(s: &str) -> Result<Self> {
@@ -24,27 +60,31 @@ impl BudgetSetting {
     /// The budget in bytes on this machine: a configured size must fit in the machine's
     /// memory; `auto` is what is available now minus the margin.
     pub fn resolve(&self, margin: u64) -> Result<u64> {
+        self.resolve_on(margin, MemInfo::now()?)
+    }
+
+    /// [`resolve`](Self::resolve) on a machine whose memory is `mem`.
+    pub fn resolve_on(&self, margin: u64, mem: MemInfo) -> Result<u64> {
         match self {
             Self::Bytes(b) => {
-                let total = meminfo("MemTotal")?;
                 ensure!(
-                    *b <= total,
+                    *b <= mem.total,
                     "memory_budget ({}) is more than this machine's memory (MemTotal {}): the \
                      budget could not hold",
                     gib(*b),
-                    gib(total)
+                    gib(mem.total)
                 );
                 Ok(*b)
             }
             Self::Auto => {
-                let available = meminfo("MemAvailable")?;
                 ensure!(
-                    available > margin,
-                    "memory_margin ({}) is not below MemAvailable ({})",
+                    mem.available > margin,
+                    "memory_margin ({}) is not below MemAvailable ({}): nothing is left for \
+                     memory_budget = \"auto\"; set a margin or a budget by hand",
                     gib(margin),
-                    gib(available)
+                    gib(mem.available)
                 );
-                Ok(available - margin)
+                Ok(mem.available - margin)
             }
         }
     }
@@ -72,13 +112,6 @@ pub fn parse_bytes(s: &str) -> Result<u64> {
 
 fn gib(bytes: u64) -> String {
     format!("{:.2} GiB", bytes as f64 / (1u64 << 30) as f64)
-}
-
-/// A `/proc/meminfo` field in bytes.
-fn meminfo(field: &str) -> Result<u64> {
-    let info = std::fs::read_to_string("/proc/meminfo")
-        .context("the memory budget needs /proc/meminfo")?;
-    kib_field(&info, field)
 }
 
 /// `Field:   1234 kB` of a /proc file, in bytes.
@@ -136,11 +169,13 @@ pub struct EngineConfig {
     /// pages faulted in by the synthesis threads first, so the first partitions start at once.
     pub pin_buffers_at_load: bool,
     /// Host memory for everything proving holds: keys decoded in host memory, recorded
-    /// constraint matrices, partitions in flight and idle pooled (pinned) witness buffers.
-    /// "auto" (MemAvailable at start − margin) or a size such as "64GiB", which must not exceed
-    /// the machine's memory.
+    /// constraint matrices, partitions in flight, idle pooled (pinned) witness buffers and
+    /// buffers on their way to being freed. "auto" (MemAvailable at start − margin) or a size
+    /// such as "64GiB", which must not exceed the machine's memory.
     pub memory_budget: String,
-    /// Memory left to the rest of the machine when the budget is "auto".
+    /// Memory left to the rest of the machine when the budget is "auto": a size, or "auto"
+    /// ([`auto_margin`]: 4% of MemTotal for the kernel and the page cache, the queued requests'
+    /// `max_queued_request_bytes`, and 2 GiB for the daemon's memory outside the budget).
     pub memory_margin: String,
     /// Seconds a finished job's result stays available.
     pub result_ttl_secs: u64,
@@ -175,7 +210,7 @@ impl Default for EngineConfig {
             urgent_lanes: true,
             pin_buffers_at_load: false,
             memory_budget: "auto".into(),
-            memory_margin: "2GiB".into(),
+            memory_margin: "auto".into(),
             result_ttl_secs: 600,
             result_max: 1000,
             max_queued_jobs: 256,
@@ -255,10 +290,25 @@ impl EngineConfig {
             "max_urgent_jobs must be at least 1"
         );
         parse_bytes(&self.max_queued_request_bytes).context("max_queued_request_bytes")?;
-        let margin = parse_bytes(&self.memory_margin).context("memory_margin")?;
+        self.budget_on(MemInfo::now()?)
+    }
+
+    /// `memory_margin` in bytes on a machine of `mem_total` bytes.
+    pub fn margin_bytes(&self, mem_total: u64) -> Result<u64> {
+        if self.memory_margin.trim().eq_ignore_ascii_case("auto") {
+            let queued =
+                parse_bytes(&self.max_queued_request_bytes).context("max_queued_request_bytes")?;
+            return Ok(auto_margin(mem_total, queued));
+        }
+        parse_bytes(&self.memory_margin).context("memory_margin")
+    }
+
+    /// The memory budget in bytes on a machine whose memory is `mem`.
+    pub fn budget_on(&self, mem: MemInfo) -> Result<u64> {
+        let margin = self.margin_bytes(mem.total)?;
         let budget = BudgetSetting::parse(&self.memory_budget)
             .context("memory_budget")?
-            .resolve(margin)?;
+            .resolve_on(margin, mem)?;
         ensure!(budget > 0, "memory_budget must be positive");
         Ok(budget)
     }
@@ -308,12 +358,17 @@ mod tests {
         };
         let err = format!("{:#}", c.validate().unwrap_err());
         assert!(err.contains("more than this machine's memory"), "{err}");
-        // auto = MemAvailable − 2 GiB (MemAvailable moves with other processes: read around it).
-        let before = meminfo("MemAvailable").unwrap();
-        let auto = EngineConfig::default().validate().unwrap() + (2 << 30);
-        let after = meminfo("MemAvailable").unwrap();
+        // auto = MemAvailable − the auto margin (MemAvailable moves with other processes: read
+        // around it).
+        let before = MemInfo::now().unwrap();
+        let margin = auto_margin(before.total, 2 << 30);
+        let auto = EngineConfig::default().validate().unwrap() + margin;
+        let after = MemInfo::now().unwrap().available;
         let slack = 1 << 30;
-        assert!(auto + slack >= before.min(after) && auto <= before.max(after) + slack);
+        assert!(
+            auto + slack >= before.available.min(after)
+                && auto <= before.available.max(after) + slack
+        );
         assert!(EngineConfig::default()
             .describe()
             .iter()
@@ -325,5 +380,51 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(two.synthesis_worker_count(false), 2);
+    }
+
+    #[test]
+    fn the_auto_budget_leaves_the_machine_what_it_needs() {
+        const GIB: u64 = 1 << 30;
+        // The H200 box of issue 35: 125 GiB, 123.96 GiB available at start. The old default
+        // (MemAvailable − 2 GiB) gave 121.96 GiB, and the daemon was killed at 123.95 GiB of
+        // anonymous memory.
+        let h200 = MemInfo {
+            total: 125 * GIB,
+            available: 123_960 * GIB / 1000,
+        };
+        let defaults = EngineConfig::default();
+        let margin = defaults.margin_bytes(h200.total).unwrap();
+        assert_eq!(
+            margin,
+            5 * GIB + 2 * GIB + 2 * GIB,
+            "4%, the queued requests, 2 GiB"
+        );
+        let budget = defaults.budget_on(h200).unwrap();
+        assert_eq!(budget, h200.available - 9 * GIB);
+        // What a 32 GiB PoRep set streamed from host memory holds (44.13 GiB key, 6.84 GiB of
+        // matrices) still leaves room for 16 partitions of 3.88 GiB.
+        let set = 44_130 * GIB / 1000 + 6_840 * GIB / 1000;
+        assert!((budget - set) / (3_880 * GIB / 1000) >= 16);
+        // A fixed margin and a fixed budget are taken as given.
+        let fixed = EngineConfig {
+            memory_margin: "2GiB".into(),
+            ..Default::default()
+        };
+        assert_eq!(fixed.budget_on(h200).unwrap(), h200.available - 2 * GIB);
+        let set_by_hand = EngineConfig {
+            memory_budget: "88GiB".into(),
+            ..Default::default()
+        };
+        assert_eq!(set_by_hand.budget_on(h200).unwrap(), 88 * GIB);
+        // A small machine whose margin leaves nothing: named.
+        let tiny = MemInfo {
+            total: 4 * GIB,
+            available: 3 * GIB,
+        };
+        let err = format!("{:#}", defaults.budget_on(tiny).unwrap_err());
+        assert!(
+            err.contains("memory_margin") && err.contains("MemAvailable"),
+            "{err}"
+        );
     }
 }

@@ -21,7 +21,9 @@ mod workers;
 
 pub use admission::{SubmitError, MAX_REQUEST_ID_BYTES};
 pub use budget::{MemoryBudget, RankedWaiter, Reclaimable, Reservation};
-pub use config::{auto_count, parse_bytes, process_memory, BudgetSetting, EngineConfig};
+pub use config::{
+    auto_count, auto_margin, parse_bytes, process_memory, BudgetSetting, EngineConfig, MemInfo,
+};
 pub use engine::{Engine, JobRequest};
 pub use job::{JobId, JobOutcome, JobResult, JobTimings, JobWatch, Priority};
 pub use params_source::{ParamsDir, ParamsSource};

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use zkforge_circuits::{cached_matrices, ParamsId, PartitionedCircuit};
 use zkforge_groth16::{
     ConstraintMatrices, EvaluationSite, G1Affine, LoadedKey, PartitionPlan, ProverBackend,
@@ -153,6 +153,10 @@ impl SrsStore {
     /// reservation is sized from what is known before reading (the key's lengths, the
     /// matrices' estimate); if the set turns out larger and the difference is not free at
     /// once, everything is given back and the load starts over with the sizes now known.
+    ///
+    /// A set that could never be proved here is refused before the key is read: when it and
+    /// one partition exceed the memory budget, or (once the matrices, a few seconds' read,
+    /// give the device footprint) when the backend's devices cannot hold a partition.
     fn load(
         &self,
         id: &ParamsId,
@@ -161,12 +165,13 @@ impl SrsStore {
     ) -> Result<Arc<Resident>> {
         let lengths = self.source.lengths(id)?;
         let in_file = self.backend.prefers_key_file(&lengths);
-        let mut key_bytes = if in_file {
+        let host_form = if in_file {
             // A key left in its file keeps only its verifying key's ic points on the host.
             (lengths.ic * std::mem::size_of::<G1Affine>()) as u64
         } else {
             lengths.decoded_bytes() as u64
         };
+        let mut key_bytes = host_form + self.backend.key_host_overhead(&lengths, in_file);
         let cache = self.source.matrices_cache(id);
         let has_matrices = circuit.is_some() || cache.as_ref().is_some_and(|p| p.exists());
         let mut matrix_bytes = if has_matrices {
@@ -174,9 +179,11 @@ impl SrsStore {
         } else {
             0
         };
+        let site = EvaluationSite::choose(has_matrices, self.backend.as_ref());
+        let partition = PartitionPlan::new(&lengths, site).host_bytes();
+        check_host_room(id, self.budget.total(), key_bytes, matrix_bytes, partition)?;
         loop {
-            let reserved = self.make_room(rank, id, key_bytes + matrix_bytes)?;
-            let key = self.source.load(id, in_file)?;
+            let mut reserved = self.make_room(rank, id, key_bytes + matrix_bytes)?;
             let matrices = if has_matrices {
                 match circuit {
                     Some(c) => cached_matrices(c, cache.as_deref())?,
@@ -188,12 +195,19 @@ impl SrsStore {
             } else {
                 None
             };
+            self.backend
+                .check_capacity(&lengths, matrices.as_ref(), in_file)
+                .with_context(|| format!("parameters {}", id.circuit_id()))?;
+            let key = self.source.load(id, in_file)?;
             // A source may hand over a decoded key even when the file was preferred (one a
             // benchmark already holds): its bytes count all the same.
             let (actual_key, actual_matrices) = (
-                (key.host_bytes() as u64).max(key_bytes),
+                (key.host_bytes() as u64).max(host_form) + (key_bytes - host_form),
                 matrices.as_ref().map_or(0, |m| m.heap_bytes() as u64),
             );
+            // An estimate above the real size gives the difference back (the matrices'
+            // 60 bytes a row is 0.66 GiB above 32 GiB PoRep's recording).
+            reserved.shrink_to(actual_key + actual_matrices);
             let short = (actual_key + actual_matrices).saturating_sub(reserved.bytes());
             let extra = match short {
                 0 => None,
@@ -323,5 +337,70 @@ impl SrsStore {
             .collect();
         out.sort_by(|a, b| a.circuit_id.cmp(&b.circuit_id));
         out
+    }
+}
+
+fn gib(bytes: u64) -> String {
+    format!("{:.2} GiB", bytes as f64 / (1u64 << 30) as f64)
+}
+
+/// Refuses a parameter set that, with one of its partitions, could never fit the memory budget
+/// (it would wait for memory forever, or fail after its key was read).
+fn check_host_room(
+    id: &ParamsId,
+    budget: u64,
+    key: u64,
+    matrices: u64,
+    partition: u64,
+) -> Result<()> {
+    let needs = key + matrices + partition;
+    if needs > budget {
+        bail!(
+            "parameters {}: the proving key ({}), its recorded constraint matrices ({}) and one \
+             partition ({}) need {} of host memory; the memory budget (engine.memory_budget) is \
+             {}",
+            id.circuit_id(),
+            gib(key),
+            gib(matrices),
+            gib(partition),
+            gib(needs),
+            gib(budget)
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_set_and_a_partition_beyond_the_budget_are_refused_with_the_numbers() {
+        const GIB: u64 = 1 << 30;
+        let id = ParamsId {
+            kind: zkforge_circuits::ProofKind::PoRep,
+            sector_size: 32 << 30,
+            stem: "porep-32".into(),
+        };
+        // 32 GiB PoRep streamed: 44.13 GiB of key, 7.50 GiB of matrices (the estimate), a
+        // partition of 3.88 GiB, on an 88 GiB budget and on a 54 GiB one.
+        let (key, m, p) = (44_130 * GIB / 1000, 7_500 * GIB / 1000, 3_880 * GIB / 1000);
+        assert!(check_host_room(&id, 88 * GIB, key, m, p).is_ok());
+        let msg = check_host_room(&id, 54 * GIB, key, m, p)
+            .unwrap_err()
+            .to_string();
+        for part in [
+            "44.13 GiB",
+            "7.50 GiB",
+            "3.88 GiB",
+            "55.51 GiB",
+            "54.00 GiB",
+        ] {
+            assert!(msg.contains(part), "{part:?} missing: {msg}");
+        }
+        assert!(
+            check_host_room(&id, key + m + p, key, m, p).is_ok(),
+            "inclusive"
+        );
     }
 }

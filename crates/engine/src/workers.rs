@@ -114,7 +114,10 @@ fn synthesize_unit(s: &Pipeline, worker: WorkerId, unit: SynthUnit) {
     // is made at the size this key's partitions need, so it never grows (and is pinned once).
     let buffers = s.backend.scalar_pool();
     if let Some(pool) = &buffers {
-        pool.expect(key.plan.pooled_buffers().1);
+        // Only synthesis without a recording (the reference builder) sizes new buffers by
+        // this; assignments take buffers of their exact capacities.
+        let largest = key.plan.pooled_buffers().iter().map(|b| b.1).max();
+        pool.expect(largest.unwrap_or(0));
     }
     let result = catch_unwind(AssertUnwindSafe(|| {
         s.synth_pool
@@ -232,16 +235,21 @@ pub(crate) fn ready_for_partitions(s: &Pipeline, key: &Arc<Resident>) {
     if !s.config.pin_buffers_at_load {
         return;
     }
-    let (per, capacity) = key.plan.pooled_buffers();
+    let shapes = key.plan.pooled_buffers();
     let devices = s.device_locks.len();
     let in_flight = s.config.synthesis_workers
         + s.config.prove_queue_depth
         + s.config.prover_workers_per_device * devices;
-    let per_partition = (per * capacity * std::mem::size_of::<Scalar>()) as u64;
+    let per_partition: usize = shapes.iter().map(|(n, cap)| n * cap).sum();
+    let per_partition = (per_partition * std::mem::size_of::<Scalar>()) as u64;
     let fits = (s.budget.total().saturating_sub(s.budget.used()) / per_partition.max(1)) as usize;
-    let buffers = per * in_flight.min(fits);
+    let partitions = in_flight.min(fits);
     let t = Instant::now();
-    pool.prewarm(buffers, capacity);
+    let mut buffers = 0;
+    for (per, capacity) in shapes {
+        pool.prewarm(per * partitions, capacity);
+        buffers += per * partitions;
+    }
     tracing::info!(
         buffers,
         ms = ms(t.elapsed()),

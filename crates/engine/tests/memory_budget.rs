@@ -12,13 +12,16 @@ mod common;
 
 use std::path::Path;
 use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use common::{job, keys, proofs_verify, submit};
 use zkforge_circuits::PartitionedCircuit;
 use zkforge_engine::{Engine, EngineConfig, JobOutcome, ParamsDir};
-use zkforge_groth16::{CpuBackend, ProvingKey, ReadOptions};
+use zkforge_groth16::{
+    CpuBackend, LoadedKey, ProverBackend, ProvingKey, QueryLengths, ReadOptions,
+};
 
 const LOG_SIZE: u32 = 15;
 /// Jobs queued at once in CI. 32 suffice: more than twice the 14 witnesses the synthesis
@@ -200,28 +203,116 @@ fn a_finished_job_keeps_its_result_not_its_inputs() {
     assert_eq!(again.outcome, result.outcome);
 }
 
-#[test]
-fn a_witness_that_cannot_fit_beside_its_key_fails_at_once() {
-    // Room for the key and half a witness: waiting could never end, the key stays resident.
+/// A source that counts the keys it loads.
+struct CountingSource {
+    keys: common::MemorySource,
+    loads: Arc<AtomicUsize>,
+}
+
+impl zkforge_engine::ParamsSource for CountingSource {
+    fn lengths(&self, id: &zkforge_circuits::ParamsId) -> anyhow::Result<QueryLengths> {
+        self.keys.lengths(id)
+    }
+    fn load(&self, id: &zkforge_circuits::ParamsId, in_file: bool) -> anyhow::Result<LoadedKey> {
+        self.loads.fetch_add(1, Ordering::SeqCst);
+        self.keys.load(id, in_file)
+    }
+}
+
+/// Starts an engine on `backend` with `budget` over a counting source of the 2^10 key, submits
+/// one job and returns how it ended, how long that took and how many keys were loaded.
+fn refused(budget: u64, backend: Arc<dyn ProverBackend>) -> (String, Duration, usize) {
     let (id, pk) = keys(10);
-    let witness = common::partition_bytes(&pk);
-    let budget = pk.heap_bytes() as u64 + witness / 2;
-    let source = common::MemorySource([(id.stem, pk)].into_iter().collect());
+    let loads = Arc::new(AtomicUsize::new(0));
+    let source = CountingSource {
+        keys: common::MemorySource([(id.stem, pk)].into_iter().collect()),
+        loads: loads.clone(),
+    };
     let e = Engine::start(
         EngineConfig {
             memory_budget: budget.to_string(),
             ..Default::default()
         },
-        Arc::new(CpuBackend::new()),
+        backend,
         Box::new(source),
     )
     .unwrap();
+    let t = std::time::Instant::now();
     let id = submit(&e, job(10, 1));
-    match e.wait(id, Some(Duration::from_secs(30))).unwrap() {
-        Some(r) => match r.outcome {
-            JobOutcome::Failed(msg) => assert!(msg.contains("beside its proving key"), "{msg}"),
-            other => panic!("{other:?}"),
-        },
-        None => panic!("the job waits for memory that can never free up"),
+    let outcome = e.wait(id, Some(Duration::from_secs(30))).unwrap();
+    let took = t.elapsed();
+    match outcome.map(|r| r.outcome) {
+        Some(JobOutcome::Failed(msg)) => (msg, took, loads.load(Ordering::SeqCst)),
+        other => panic!("the job should fail at once: {other:?}"),
     }
+}
+
+#[test]
+fn a_set_whose_partition_cannot_fit_the_budget_is_refused_before_its_key_is_read() {
+    // Room for the key, the matrices' estimate and half a witness.
+    let (_, pk) = keys(10);
+    let estimate = (pk.h.len() as u64 + 1) * 60;
+    let budget = pk.heap_bytes() as u64 + estimate + common::partition_bytes(&pk) / 2;
+    let (msg, took, loads) = refused(budget, Arc::new(CpuBackend::new()));
+    assert!(
+        msg.contains("one partition") && msg.contains("engine.memory_budget"),
+        "{msg}"
+    );
+    assert_eq!(loads, 0, "refused before the key was read");
+    assert!(took < Duration::from_secs(5), "at once: {took:?}");
+}
+
+/// A backend whose devices are too small for any key (a GPU of a few GiB).
+struct SmallDevice(CpuBackend);
+
+impl ProverBackend for SmallDevice {
+    fn name(&self) -> &'static str {
+        "small-device"
+    }
+    fn check_capacity(
+        &self,
+        lengths: &QueryLengths,
+        matrices: Option<&zkforge_groth16::ConstraintMatrices>,
+        _in_file: bool,
+    ) -> zkforge_groth16::Result<()> {
+        use zkforge_groth16::prover::fit::{key_site, DeviceNeeds, KeyPolicy};
+        let needs = DeviceNeeds {
+            bases: lengths.decoded_bytes() as u64,
+            matrices: matrices
+                .expect("checked once the matrices are read")
+                .heap_bytes() as u64,
+            partition: 1 << 20,
+        };
+        let policy = KeyPolicy {
+            resident: true,
+            streamed: true,
+            headroom_partitions: 2,
+        };
+        key_site(1 << 10, &needs, &policy)
+            .map(drop)
+            .map_err(|e| zkforge_groth16::Error::Backend {
+                backend: "small-device",
+                message: e.to_string(),
+            })
+    }
+    fn query_sums_on(
+        &self,
+        on: zkforge_groth16::Dispatch,
+        key: zkforge_groth16::KeyRef<'_>,
+        w: zkforge_groth16::Witness,
+        report: &mut zkforge_groth16::ProveReport,
+    ) -> zkforge_groth16::Result<zkforge_groth16::QuerySums> {
+        self.0.query_sums_on(on, key, w, report)
+    }
+}
+
+#[test]
+fn a_set_the_devices_cannot_hold_is_refused_before_its_key_is_read() {
+    let (msg, took, loads) = refused(1 << 30, Arc::new(SmallDevice(CpuBackend::new())));
+    assert!(
+        msg.contains("small-device") && msg.contains("budget is 0.00 GiB"),
+        "{msg}"
+    );
+    assert_eq!(loads, 0, "refused before the key was read");
+    assert!(took < Duration::from_secs(5), "at once: {took:?}");
 }

@@ -62,6 +62,20 @@ fn truncated_corrupt_and_missing_files_are_named_errors() {
         "{msg}"
     );
 
+    // The file path's decode (read piece by piece, not mapped) names the same point.
+    let msg = zkforge_groth16::ParamsFile::open(&path)
+        .unwrap()
+        .decode(ReadOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains("test.params")
+            && msg.contains("b_g2[")
+            && msg.contains(&format!("at offset {offset}"))
+            && msg.contains("not on the curve"),
+        "{msg}"
+    );
+
     let missing = dir.path().join("missing.params");
     let err = ProvingKey::read_file(&missing, ReadOptions::default()).unwrap_err();
     assert!(matches!(err, Error::Io { .. }) && err.to_string().contains("missing.params"));
@@ -113,6 +127,8 @@ fn params_files_are_located_section_by_section() {
         "past the end"
     );
 
+    assert_eq!(file.decode(ReadOptions::default()).unwrap(), pk);
+
     for cut in [100, bytes.len() / 3, bytes.len() - 1] {
         std::fs::write(&path, &bytes[..cut]).unwrap();
         let msg = ParamsFile::open(&path).unwrap_err().to_string();
@@ -123,6 +139,39 @@ fn params_files_are_located_section_by_section() {
     std::fs::write(&path, &extra).unwrap();
     let msg = ParamsFile::open(&path).unwrap_err().to_string();
     assert!(msg.contains("1 unexpected bytes"), "{msg}");
+}
+
+/// A key of many decoding pieces (2^17 points a query: 32 pieces of 2^12) decodes from its
+/// file, piece by piece, to the key that was written; a point damaged in a later piece is
+/// named by its own index and offset.
+#[test]
+fn a_large_key_decodes_piece_by_piece() {
+    use zkforge_groth16::srs::Query;
+    use zkforge_groth16::ParamsFile;
+    let w = synthesize(SyntheticCircuit::new((1 << 17) - 8, 2, 0.5, 9)).unwrap();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(9);
+    let pk = zkforge_groth16::generator::tiled_key_for(&w, &mut rng).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("large.params");
+    pk.write_file(&path).unwrap();
+    let file = ParamsFile::open(&path).unwrap();
+    assert!(file.section(Query::H).len > 16 * (1 << 12));
+    assert_eq!(file.decode(ReadOptions::default()).unwrap(), pk);
+
+    let index = 5 * (1 << 12) + 3;
+    let at = file.point_offset(Query::L, index);
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[at as usize + 50] ^= 0x5a;
+    std::fs::write(&path, &bytes).unwrap();
+    let msg = ParamsFile::open(&path)
+        .unwrap()
+        .decode(ReadOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains(&format!("l[{index}] at offset {at}")) && msg.contains("not on the curve"),
+        "{msg}"
+    );
 }
 
 /// A point replaced by another valid point decodes on every load path (the file cannot tell);

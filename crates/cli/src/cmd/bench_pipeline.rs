@@ -93,11 +93,12 @@ pub fn run(args: PipelineArgs) -> Result<()> {
     };
     // The budget is fixed before the benchmark's own key and witness take memory, so that
     // "auto" (MemAvailable − margin) covers them too; both are then reserved from it.
-    let budget = zkforge_engine::BudgetSetting::parse(&args.memory_budget)
-        .context("--memory-budget")?
-        .resolve(zkforge_engine::parse_bytes(
-            &EngineConfig::default().memory_margin,
-        )?)?;
+    let budget = EngineConfig {
+        memory_budget: args.memory_budget.clone(),
+        ..Default::default()
+    }
+    .budget_on(zkforge_engine::MemInfo::now()?)
+    .context("--memory-budget")?;
     let (key, make_job, verify, template_bytes) = prepare(&args)?;
     println!(
         "{} jobs × {} partitions, shape {:?} 2^{}, {} synthesis workers",

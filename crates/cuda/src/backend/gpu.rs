@@ -1,11 +1,12 @@
 //! `Gpu`: one device's share of the backend: worker stream handles, the kernel lock, the VRAM
 //! budget, and the proving keys whose bases live there (LRU, or streamed when they do not fit).
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use blstrs::{G1Affine, G2Affine};
 
+use zkforge_groth16::prover::fit::KeyPolicy;
 use zkforge_groth16::r1cs::ConstraintMatrices;
 use zkforge_groth16::srs::Query;
 use zkforge_groth16::{KeyRef, PriorityLock, ProvingKey, QueryLengths};
@@ -97,8 +98,11 @@ pub(crate) struct OnDevice {
     /// None: streamed from the key in host memory.
     pub queries: Option<DeviceQueries>,
     pub matrices: Option<DeviceMatrices>,
-    /// Keeps the recorded matrices' address, part of the item's id, from being reused.
-    _of: Option<Arc<ConstraintMatrices>>,
+    /// Keeps the recorded matrices' address, part of the item's id, from being reused: a weak
+    /// reference holds the allocation of the `Arc`, not the 6.84 GiB of host matrices, which
+    /// go when the engine's parameter set lets go of them (its memory budget stops counting
+    /// them then).
+    _of: Option<Weak<ConstraintMatrices>>,
 }
 
 /// Which key (cut at which inputs) and which matrices an item holds, and whether the key is
@@ -223,9 +227,19 @@ impl Gpu {
     /// Room kept free beside a key for its partitions: two in `auto` (so that two workers
     /// overlap), otherwise one (a key that leaves no room for a partition is of no use).
     fn headroom(&self, partition_bytes: u64) -> u64 {
-        match self.residency {
-            Residency::Auto => 2 * partition_bytes,
-            _ => partition_bytes,
+        self.key_policy(false).headroom_partitions * partition_bytes
+    }
+
+    /// Where `on_device` may put a key (left in its file when `in_file`), for the capacity
+    /// check made before a key is read.
+    pub fn key_policy(&self, in_file: bool) -> KeyPolicy {
+        KeyPolicy {
+            resident: self.residency != Residency::Host,
+            streamed: !in_file && self.residency != Residency::Vram,
+            headroom_partitions: match self.residency {
+                Residency::Auto => 2,
+                _ => 1,
+            },
         }
     }
 
@@ -362,7 +376,7 @@ impl Gpu {
             inputs: InputBases::of(key, n_in, b_in)?,
             queries,
             matrices: device_matrices,
-            _of: matrices.cloned(),
+            _of: matrices.map(Arc::downgrade),
         })
     }
 

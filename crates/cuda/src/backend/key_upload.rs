@@ -17,6 +17,8 @@ use crate::CudaError;
 
 /// Bytes per staged chunk (two are in flight): 192 MiB, 2M G1 or 1M G2 points.
 const CHUNK_BYTES: usize = 192 << 20;
+/// Page-locked host memory one upload holds (the engine's budget reserves it with the key).
+pub(crate) const STAGING_HOST_BYTES: u64 = 2 * CHUNK_BYTES as u64;
 
 /// Threads that read a chunk from the file, in pieces. Their own pool: in the daemon the key
 /// is staged while the first partitions are synthesized on every core, and reads queued on

@@ -10,6 +10,7 @@ mod streamed;
 
 use std::sync::Arc;
 
+use zkforge_groth16::prover::fit::{key_site, DeviceNeeds};
 use zkforge_groth16::{
     ConstraintMatrices, DeviceInfo, Dispatch, Error, KeyRef, ProveReport, ProverBackend,
     QueryLengths, QuerySums, ScalarPool, Witness,
@@ -124,6 +125,41 @@ impl ProverBackend for CudaBackend {
             let partition = partition::footprint(lengths, &g.main.msm);
             g.would_keep_resident(bytes, partition)
         })
+    }
+
+    /// A key left in its file is uploaded through two page-locked staging buffers per GPU
+    /// (key_upload.rs), GPUs side by side; a streamed key is copied from its decoded points.
+    fn key_host_overhead(&self, _lengths: &QueryLengths, in_file: bool) -> u64 {
+        if in_file {
+            key_upload::STAGING_HOST_BYTES * self.gpus.len() as u64
+        } else {
+            0
+        }
+    }
+
+    /// Every GPU must be able to prove the key's partitions, by the rules `Gpu::on_device`
+    /// places keys with (a partition may be dispatched to any of them).
+    fn check_capacity(
+        &self,
+        lengths: &QueryLengths,
+        matrices: Option<&ConstraintMatrices>,
+        in_file: bool,
+    ) -> zkforge_groth16::Result<()> {
+        let (n_in, b_in) = matrices.map_or((0, 0), |m| (m.num_inputs, m.b_input_density.count()));
+        for g in &self.gpus {
+            let needs = DeviceNeeds {
+                bases: gpu::aux_bases_bytes(lengths, n_in, b_in),
+                matrices: matrices.map_or(0, crate::spmv::matrices_bytes),
+                partition: partition::footprint(lengths, &g.main.msm),
+            };
+            key_site(g.vram.total(), &needs, &g.key_policy(in_file)).map_err(|e| {
+                backend_err(CudaError::Invalid(format!(
+                    "GPU {} cannot prove this key: {e} (VRAM free at start less gpu.vram_margin)",
+                    g.ordinal
+                )))
+            })?;
+        }
+        Ok(())
     }
 
     fn key_on_device(&self, key: KeyRef<'_>) -> bool {

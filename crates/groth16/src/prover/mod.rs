@@ -3,6 +3,8 @@
 
 mod assemble;
 mod cpu;
+pub mod fit;
+pub mod placement;
 mod plan;
 mod priority_lock;
 
@@ -134,6 +136,30 @@ pub trait ProverBackend: Send + Sync {
     fn prefers_key_file(&self, lengths: &QueryLengths) -> bool {
         let _ = lengths;
         false
+    }
+
+    /// Host bytes this backend holds for a key of these lengths beyond its host form (the
+    /// decoded points, or the verifying key of one left in its file): page-locked staging for
+    /// uploads from the file, a pinned copy of streamed bases. The engine reserves them with
+    /// the key. The default: none.
+    fn key_host_overhead(&self, lengths: &QueryLengths, in_file: bool) -> u64 {
+        let _ = (lengths, in_file);
+        0
+    }
+
+    /// Refuses a key of these `lengths` (with its circuit's recorded `matrices`, if any) whose
+    /// partitions could never run on this backend's devices, before the key is read: the error
+    /// names what it needs and what there is ([`fit::key_site`]). `in_file`: the key would stay
+    /// in its file ([`prefers_key_file`](Self::prefers_key_file)). The default (the CPU): any
+    /// key fits; host memory is the engine's budget's to check.
+    fn check_capacity(
+        &self,
+        lengths: &QueryLengths,
+        matrices: Option<&crate::ConstraintMatrices>,
+        in_file: bool,
+    ) -> Result<()> {
+        let _ = (lengths, matrices, in_file);
+        Ok(())
     }
 
     /// True when `key`'s points sit in device memory now (the status's HOT tier); false when

@@ -59,24 +59,22 @@ impl PartitionPlan {
         }
     }
 
-    /// Host bytes one partition holds from synthesis until it is proved: the assignment and
-    /// its density bitmaps, and a, b, c unless the device computes them.
+    /// Host bytes one partition holds from synthesis until it is proved: its pooled buffers
+    /// (exactly these capacities: the pool lends no larger one), the public inputs and the
+    /// density bitmaps.
     pub fn host_bytes(&self) -> u64 {
-        let rows = match self.site {
-            EvaluationSite::Device => 0,
-            EvaluationSite::Synthesis | EvaluationSite::Host => self.domain,
-        };
-        ((3 * rows + self.inputs + self.aux) * size_of::<Scalar>()
-            + (2 * self.aux + self.inputs) / 8) as u64
+        let pooled: usize = self.pooled_buffers().iter().map(|(n, cap)| n * cap).sum();
+        ((pooled + self.inputs) * size_of::<Scalar>() + (2 * self.aux + self.inputs) / 8) as u64
     }
 
-    /// Buffers one partition draws from the witness pool, and the capacity each needs: aux,
-    /// and a, b, c too unless the device computes them.
-    pub fn pooled_buffers(&self) -> (usize, usize) {
-        match self.site {
-            EvaluationSite::Device => (1, self.aux),
-            EvaluationSite::Synthesis | EvaluationSite::Host => (4, self.domain.max(self.aux)),
-        }
+    /// Buffers one partition draws from the witness pool, as (count, capacity in scalars):
+    /// a, b, c at the domain's length unless the device computes them, and aux.
+    pub fn pooled_buffers(&self) -> [(usize, usize); 2] {
+        let abc = match self.site {
+            EvaluationSite::Device => 0,
+            EvaluationSite::Synthesis | EvaluationSite::Host => 3,
+        };
+        [(abc, self.domain), (1, self.aux)]
     }
 
     /// Scalars one partition puts in device memory: a, b, c over the domain (uploaded, or

@@ -49,8 +49,32 @@ pub(crate) struct BadPoint {
     pub reason: &'static str,
 }
 
-/// Decodes `bytes.len() / P::BYTES` points; identity points are refused when `allow_identity`
-/// is false (the query vectors never contain one).
+/// Decodes the point at `index` from its encoding `bytes`; identity points are refused when
+/// `allow_identity` is false (the query vectors never contain one).
+pub(crate) fn decode_point<P: Encoded>(
+    bytes: &[u8],
+    index: usize,
+    check_subgroup: bool,
+    allow_identity: bool,
+) -> Result<P, BadPoint> {
+    let p = P::decode(bytes, check_subgroup).ok_or(BadPoint {
+        index,
+        reason: if check_subgroup {
+            "not on the curve or not in the subgroup"
+        } else {
+            "not on the curve"
+        },
+    })?;
+    if !allow_identity && p.is_identity() {
+        return Err(BadPoint {
+            index,
+            reason: "point at infinity",
+        });
+    }
+    Ok(p)
+}
+
+/// Decodes `bytes.len() / P::BYTES` points (see [`decode_point`]).
 pub(crate) fn decode_all<P: Encoded>(
     bytes: &[u8],
     check_subgroup: bool,
@@ -59,23 +83,7 @@ pub(crate) fn decode_all<P: Encoded>(
     bytes
         .par_chunks_exact(P::BYTES)
         .enumerate()
-        .map(|(index, chunk)| {
-            let p = P::decode(chunk, check_subgroup).ok_or(BadPoint {
-                index,
-                reason: if check_subgroup {
-                    "not on the curve or not in the subgroup"
-                } else {
-                    "not on the curve"
-                },
-            })?;
-            if !allow_identity && p.is_identity() {
-                return Err(BadPoint {
-                    index,
-                    reason: "point at infinity",
-                });
-            }
-            Ok(p)
-        })
+        .map(|(index, chunk)| decode_point(chunk, index, check_subgroup, allow_identity))
         .collect()
 }
 

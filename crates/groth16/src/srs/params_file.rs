@@ -6,9 +6,12 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use blstrs::{G1Affine, G2Affine};
+use std::mem::MaybeUninit;
 
-use super::codec::{decode_all, Encoded};
+use blstrs::{G1Affine, G2Affine};
+use rayon::prelude::*;
+
+use super::codec::{decode_all, decode_point, Encoded};
 use super::{ProvingKey, QueryLengths, VerifyingKey};
 use crate::{Error, Result};
 
@@ -227,8 +230,77 @@ impl ParamsFile {
         })
     }
 
-    /// Reads and decodes the whole key into memory.
+    /// Reads and decodes the whole key into memory (`opts` as for [`ProvingKey::read_file`]).
+    ///
+    /// Read a piece at a time with `pread`, not mapped: a mapped 47 GB key decoded into 44 GiB
+    /// would have both in this process's RSS at the end of the read (the file's pages
+    /// reclaimable, but counted against a memory cgroup and in VmHWM), and the memory budget
+    /// counts only the decoded points. Read, the file's pages stay in the page cache, outside
+    /// the process; each decoding thread holds one piece of encoded bytes.
     pub fn decode(&self, opts: super::ReadOptions) -> Result<ProvingKey> {
-        ProvingKey::read_file(&self.path, opts)
+        Ok(ProvingKey {
+            vk: self.vk.clone(),
+            h: self.decode_query(Query::H, opts)?,
+            l: self.decode_query(Query::L, opts)?,
+            a: self.decode_query(Query::A, opts)?,
+            b_g1: self.decode_query(Query::BG1, opts)?,
+            b_g2: self.decode_query(Query::BG2, opts)?,
+        })
+    }
+
+    /// Every point of query `q`, decoded by the threads of the current rayon pool, a piece of
+    /// [`DECODE_PIECE_POINTS`] each, straight into the key's vector.
+    fn decode_query<P: Encoded>(&self, q: Query, opts: super::ReadOptions) -> Result<Vec<P>> {
+        let len = self.section(q).len;
+        let mut points: Vec<P> = Vec::with_capacity(len);
+        points.spare_capacity_mut()[..len]
+            .par_chunks_mut(DECODE_PIECE_POINTS)
+            .enumerate()
+            .try_for_each_init(Vec::new, |encoded: &mut Vec<u8>, (k, piece)| {
+                let first = k * DECODE_PIECE_POINTS;
+                encoded.resize(piece.len() * P::BYTES, 0);
+                self.read_encoded(q, first, encoded)?;
+                self.decode_piece(q, first, encoded, piece, opts)
+            })?;
+        // SAFETY: every one of the `len` points was written by its piece above (an error in
+        // any piece returned before this).
+        unsafe { points.set_len(len) };
+        Ok(points)
+    }
+
+    fn decode_piece<P: Encoded>(
+        &self,
+        q: Query,
+        first: usize,
+        encoded: &[u8],
+        out: &mut [MaybeUninit<P>],
+        opts: super::ReadOptions,
+    ) -> Result<()> {
+        for (i, (slot, bytes)) in out
+            .iter_mut()
+            .zip(encoded.chunks_exact(P::BYTES))
+            .enumerate()
+        {
+            let point =
+                decode_point(bytes, first + i, opts.check_subgroup, false).map_err(|bad| {
+                    Error::malformed(
+                        &self.path,
+                        format!(
+                            "{}[{}] at offset {}: {}",
+                            q.name(),
+                            bad.index,
+                            self.point_offset(q, bad.index),
+                            bad.reason
+                        ),
+                    )
+                })?;
+            slot.write(point);
+        }
+        Ok(())
     }
 }
+
+/// Points one decoding thread reads at a time: 384 KiB of G1, 768 KiB of G2 (16 threads hold
+/// at most 12 MiB of encoded bytes, outside the memory budget), large enough that a read is
+/// mostly copying (a 47 GB key is 120,000 reads).
+const DECODE_PIECE_POINTS: usize = 1 << 12;

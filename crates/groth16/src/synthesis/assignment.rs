@@ -66,13 +66,11 @@ impl Assignment {
     /// An empty assignment with room for exactly `inputs` and `aux` values; the aux buffer comes
     /// from `pool` when one is given (and goes back to it when the assignment is dropped).
     pub fn with_capacity(pool: Option<Arc<ScalarPool>>, inputs: usize, aux: usize) -> Self {
-        let mut buf = pool.as_ref().map(|p| p.take()).unwrap_or_default();
-        if buf.capacity() < aux {
-            if let Some(p) = &pool {
-                p.give(buf);
-            }
-            buf = Vec::with_capacity(aux);
-        }
+        // Exactly `aux`: what the partition's memory reservation counted for it.
+        let buf = match &pool {
+            Some(p) => p.take_exact(aux),
+            None => Vec::with_capacity(aux),
+        };
         Self {
             inputs: Vec::with_capacity(inputs),
             aux: buf,
@@ -522,12 +520,18 @@ mod tests {
     }
 
     #[test]
-    fn pooled_buffers_go_back_when_dropped() {
+    fn pooled_buffers_go_back_when_dropped_and_serve_their_own_size_only() {
         let pool = ScalarPool::new(None, usize::MAX);
         let a = Assignment::with_capacity(Some(pool.clone()), 1, 1 << 16);
         let addr = a.aux.as_ptr();
         drop(a);
-        let b = Assignment::with_capacity(Some(pool.clone()), 1, 1 << 15);
-        assert_eq!(b.aux.as_ptr(), addr, "the buffer is reused");
+        assert_eq!(pool.idle_bytes(), 32 << 16, "given back");
+        // A smaller assignment does not hold the larger buffer: its memory reservation counts
+        // its own size only.
+        let small = Assignment::with_capacity(Some(pool.clone()), 1, 1 << 15);
+        assert_eq!(small.aux.capacity(), 1 << 15);
+        assert_eq!(pool.idle_bytes(), 32 << 16, "the larger stays idle");
+        let again = Assignment::with_capacity(Some(pool.clone()), 1, 1 << 16);
+        assert_eq!(again.aux.as_ptr(), addr, "the buffer is reused at its size");
     }
 }

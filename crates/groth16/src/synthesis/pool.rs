@@ -60,7 +60,10 @@ impl ScalarPool {
     }
 
     /// An empty vector: the largest idle buffer, or a new one sized like the last given back
-    /// (or as [`expect`](Self::expect) said), pinned before it is handed out.
+    /// (or as [`expect`](Self::expect) said), pinned before it is handed out. For synthesis
+    /// whose final sizes are not known up front (the reference `WitnessBuilder`); a partition
+    /// of known shape takes [`take_exact`](Self::take_exact), so that what it holds is what
+    /// its memory reservation counted.
     pub fn take(&self) -> Vec<Scalar> {
         let hint = {
             let mut st = self.state();
@@ -73,6 +76,22 @@ impl ScalarPool {
             st.hint
         };
         self.fresh(hint)
+    }
+
+    /// An empty vector of exactly `capacity` scalars: an idle buffer of that capacity, else a
+    /// new one (pinned before it is handed out). Never a larger idle buffer: a partition that
+    /// took one would hold more than the memory budget reserved for it (a WinningPoSt partition
+    /// in a 4.2 GB PoRep buffer), while the budget stopped counting that buffer as idle.
+    pub fn take_exact(&self, capacity: usize) -> Vec<Scalar> {
+        {
+            let mut st = self.state();
+            if let Some(i) = st.idle.iter().position(|v| v.capacity() == capacity) {
+                let v = st.idle.swap_remove(i);
+                st.idle_bytes -= bytes_of(&v);
+                return v;
+            }
+        }
+        self.fresh(capacity)
     }
 
     /// Sizes the buffers made from now on for witnesses of `capacity` scalars, allocating
@@ -145,7 +164,7 @@ impl ScalarPool {
         let (have, room) = {
             let mut st = self.state();
             st.hint = st.hint.max(capacity);
-            let have = st.idle.iter().filter(|v| v.capacity() >= capacity).count();
+            let have = st.idle.iter().filter(|v| v.capacity() == capacity).count();
             (
                 have,
                 self.max_idle_bytes.saturating_sub(st.idle_bytes) / bytes,
@@ -156,7 +175,8 @@ impl ScalarPool {
         }
     }
 
-    /// Unpins (if pinned) and frees on the reaper thread.
+    /// Unpins (if pinned) and frees on the reaper thread, which counts the bytes as held
+    /// until they are freed (a memory budget shrinking the pool sees them until then).
     fn free(&self, v: Vec<Scalar>) {
         let was_pinned = self.state().pinned.remove(&(v.as_ptr() as usize)).is_some();
         if was_pinned {
@@ -164,7 +184,8 @@ impl ScalarPool {
                 p.unpin(v.as_ptr() as usize);
             }
         }
-        crate::reaper::drop_later(v);
+        let bytes = bytes_of(&v) as u64;
+        crate::reaper::drop_later_counted(v, bytes);
     }
 
     /// True when `buf` lies inside a buffer this pool pinned (so a DMA from it is safe and fast).

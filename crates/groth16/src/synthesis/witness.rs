@@ -138,7 +138,11 @@ impl Witness {
             let pool = self.recycle.0.clone();
             let mut abc: [Vec<Scalar>; 3] = Default::default();
             if let Some(p) = &pool {
-                abc = [p.take(), p.take(), p.take()];
+                // The domain's length, which the prover pads them to: what the partition's
+                // memory reservation counted for each (`PartitionPlan::pooled_buffers`).
+                let rows = m.num_constraints();
+                let domain = crate::poly::Domain::for_len(rows).map_or(rows, |d| d.n);
+                abc = [(); 3].map(|_| p.take_exact(domain));
             }
             let [a, b, c] = &mut abc;
             let computed = m.evaluate(&self.inputs, &self.aux, [a, b, c], pool.as_deref());
@@ -170,7 +174,10 @@ impl Witness {
         use rayon::prelude::*;
         let pool = pool::current_pool();
         let copy = |src: &[Scalar]| {
-            let mut dst = pool.as_ref().map(|p| p.take()).unwrap_or_default();
+            let mut dst = pool
+                .as_ref()
+                .map(|p| p.take_exact(src.len()))
+                .unwrap_or_default();
             pool::reserve(&mut dst, src.len(), pool.as_deref());
             dst.spare_capacity_mut()[..src.len()]
                 .par_chunks_mut(1 << 16)
