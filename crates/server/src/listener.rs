@@ -533,3 +533,52 @@ impl<L: Accept> Stream for Incoming<L> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn local(n: u8) -> Client {
+        Client::Ip(IpAddr::from([127, 0, 0, n]))
+    }
+
+    #[test]
+    fn at_a_cap_the_connection_idle_longest_makes_room_and_busy_ones_stay() {
+        let c = Connections::new(3, 2, Duration::from_secs(60));
+        let first = c.admit(local(1)).unwrap();
+        let second = c.admit(local(1)).unwrap();
+        // Both just connected: not idle long enough to give way.
+        assert!(c.admit(local(1)).is_none(), "a newcomer is refused");
+        std::thread::sleep(EVICTABLE_AFTER + Duration::from_millis(100));
+        let busy = second.request_started();
+        let third = c.admit(local(1)).expect("the idle one made room");
+        assert!(first.activity.is_evicted() && !second.activity.is_evicted());
+        // The evicted one's slot was given back at once; its close takes it off nothing twice.
+        drop(first);
+        assert!(
+            c.admit(local(1)).is_none(),
+            "two open again, both busy or new"
+        );
+        // Another client has slots of its own until the total cap.
+        let other = c.admit(local(2)).unwrap();
+        assert!(
+            c.admit(local(3)).is_none(),
+            "the total cap, nobody idle long enough"
+        );
+        drop((busy, second, third, other));
+        let o = c.open.lock().unwrap();
+        assert_eq!((o.total, o.by_client.len(), o.live.len()), (0, 0, 0));
+    }
+
+    #[tokio::test]
+    async fn each_unix_socket_peer_process_is_a_client_of_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.sock");
+        let mut listener = tokio::net::UnixListener::bind(&path).unwrap();
+        let _peer = tokio::net::UnixStream::connect(&path).await.unwrap();
+        let (_, client) = std::future::poll_fn(|cx| Accept::poll_accept(&mut listener, cx))
+            .await
+            .unwrap();
+        assert_eq!(client, Client::Process(std::process::id() as i32));
+    }
+}

@@ -15,7 +15,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -44,7 +44,15 @@ pub struct ReceiveBudget {
     used: AtomicU64,
     /// Bodies waiting for room are woken when bytes come back.
     freed: Arc<Notify>,
+    /// Bodies waiting for room now: each leaves up to a stream window of the client's bytes
+    /// unread in HTTP/2's buffers, outside `used`, so at most [`MAX_WAITING`] may wait.
+    waiting: AtomicUsize,
 }
+
+/// Bodies that may wait for room at once; one more is refused at once, as before waits
+/// existed. With HTTP/2 stream windows of [`crate::serve::STREAM_WINDOW`] they leave at most
+/// 64 MiB unread beside the budget.
+pub const MAX_WAITING: usize = 64;
 
 impl ReceiveBudget {
     pub fn new(limit: u64, urgent_reserve: u64) -> Arc<Self> {
@@ -53,6 +61,7 @@ impl ReceiveBudget {
             urgent_reserve: urgent_reserve.min(limit),
             used: AtomicU64::new(0),
             freed: Arc::new(Notify::new()),
+            waiting: AtomicUsize::new(0),
         })
     }
 
@@ -73,6 +82,19 @@ impl ReceiveBudget {
                 u.checked_add(n).filter(|&t| t <= cap)
             })
             .is_ok()
+    }
+
+    /// A place among the bodies waiting for room, if one is free.
+    fn start_waiting(&self) -> bool {
+        self.waiting
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |w| {
+                (w < MAX_WAITING).then_some(w + 1)
+            })
+            .is_ok()
+    }
+
+    fn stop_waiting(&self) {
+        self.waiting.fetch_sub(1, Ordering::AcqRel);
     }
 
     fn give_back(&self, n: u64) {
@@ -218,6 +240,7 @@ impl GuardedBody {
                 let now = Instant::now();
                 if resumed {
                     // Nothing was read while it waited: the rate is measured from now.
+                    self.budget.stop_waiting();
                     self.restart_clocks(now);
                 }
                 self.received += n;
@@ -230,11 +253,26 @@ impl GuardedBody {
                 Poll::Pending => break,
             }
         }
+        let full = || {
+            Status::resource_exhausted(format!(
+                "the daemon is already receiving {} bytes of requests (limits.max_receiving_bytes{}) \
+                 and {MAX_WAITING} more wait for room; retry",
+                self.budget.used(),
+                match urgent {
+                    true => "",
+                    false => ", less limits.urgent_receiving_bytes kept for urgent proofs",
+                }
+            ))
+        };
         if !resumed {
+            if !self.budget.start_waiting() {
+                return Poll::Ready(Err(full()));
+            }
             // The stall clock bounds the wait for room from here.
             self.stall.as_mut().reset(Instant::now() + self.timeout);
         }
         if self.stall.as_mut().poll(cx).is_ready() {
+            self.budget.stop_waiting();
             return Poll::Ready(Err(Status::resource_exhausted(format!(
                 "the daemon has been receiving {} bytes of requests for {} s with no room for \
                  this one (limits.max_receiving_bytes{}); retry",
@@ -329,6 +367,29 @@ impl Body for GuardedBody {
 
 impl Drop for GuardedBody {
     fn drop(&mut self) {
+        if self.waiting.is_some() {
+            self.budget.stop_waiting();
+        }
         self.budget.give_back(self.received);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_urgent_reserve_and_the_waiting_places_are_bounded() {
+        let b = ReceiveBudget::new(100, 30);
+        assert!(b.try_take(70, false), "bulk work takes up to the reserve");
+        assert!(!b.try_take(1, false), "and not into it");
+        assert!(b.try_take(30, true), "urgent work takes the reserve");
+        assert!(!b.try_take(1, true));
+        b.give_back(100);
+        assert_eq!(b.used(), 0);
+        assert!((0..MAX_WAITING).all(|_| b.start_waiting()));
+        assert!(!b.start_waiting(), "one more waiter is refused at once");
+        b.stop_waiting();
+        assert!(b.start_waiting());
     }
 }

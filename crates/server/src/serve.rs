@@ -136,6 +136,8 @@ pub async fn serve_with(
     // Dead peers are found by pings; idle and half-open connections by the listener's idle
     // clock (pings are answered by any client library, so they cannot tell idle from alive).
     let mut builder = Server::builder()
+        .initial_stream_window_size(Some(STREAM_WINDOW))
+        .initial_connection_window_size(Some(CONNECTION_WINDOW))
         .http2_keepalive_interval(Some(KEEPALIVE_INTERVAL))
         .http2_keepalive_timeout(Some(KEEPALIVE_TIMEOUT))
         .max_concurrent_streams(Some(MAX_STREAMS_PER_CONNECTION))
@@ -157,8 +159,10 @@ pub async fn serve_with(
         limits.max_connections_per_client,
         limits.idle_timeout,
     );
-    let draining = drain.clone();
-    match listen {
+    let drain_signal = drain.clone();
+    let draining = async move { drain_signal.started().await };
+    // Either listener, closable from the drain; its serving future, boxed to one type.
+    let (close, serving): (ListenerCloser, Serving) = match listen {
         Listen::Tcp(addr) => {
             let listener = tokio::net::TcpListener::bind(addr)
                 .await
@@ -167,58 +171,49 @@ pub async fn serve_with(
             tracing::info!(%local, "serving cuzk.v1 over TCP");
             ready(Some(local));
             let slot = ListenerSlot::new(listener);
-            let serving = router.serve_with_incoming_shutdown(
-                Incoming::new(slot.clone(), connections),
-                async move { draining.started().await },
-            );
-            drained(
-                serving,
-                shutdown,
-                &drain,
-                &slot,
-                &engine,
-                options.shutdown_deadline,
-            )
-            .await
+            let incoming = Incoming::new(slot.clone(), connections);
+            let serving = router.serve_with_incoming_shutdown(incoming, draining);
+            (Box::new(move || slot.close()), Box::pin(serving))
         }
         Listen::Unix(path) => {
             let listener = bind_unix(&path)?;
             tracing::info!(path = %path.display(), "serving cuzk.v1 over a unix socket");
             ready(None);
             let slot = ListenerSlot::new(listener);
-            let serving = router.serve_with_incoming_shutdown(
-                Incoming::new(slot.clone(), connections),
-                async move { draining.started().await },
-            );
-            drained(
-                serving,
-                shutdown,
-                &drain,
-                &slot,
-                &engine,
-                options.shutdown_deadline,
-            )
-            .await
+            let incoming = Incoming::new(slot.clone(), connections);
+            let serving = router.serve_with_incoming_shutdown(incoming, draining);
+            (Box::new(move || slot.close()), Box::pin(serving))
         }
-    }
+    };
+    drained(
+        serving,
+        shutdown,
+        &drain,
+        close,
+        &engine,
+        options.shutdown_deadline,
+    )
+    .await
 }
+
+type ListenerCloser = Box<dyn FnOnce() + Send>;
+type Serving = std::pin::Pin<Box<dyn Future<Output = Result<(), tonic::transport::Error>> + Send>>;
 
 /// Runs `serving` until `shutdown`, then drains it: the order and the bounds of
 /// [`serve_with`].
-async fn drained<L>(
-    serving: impl Future<Output = Result<(), tonic::transport::Error>>,
+async fn drained(
+    mut serving: Serving,
     shutdown: impl Future<Output = ()>,
     drain: &Drain,
-    listener: &ListenerSlot<L>,
+    close_listener: ListenerCloser,
     engine: &Engine,
     deadline: Duration,
 ) -> Result<()> {
-    tokio::pin!(serving);
     tokio::select! {
         r = &mut serving => return r.context("serving"),
         () = shutdown => {}
     }
-    listener.close();
+    close_listener();
     drain.start();
     tracing::info!(
         deadline_secs = deadline.as_secs(),
@@ -243,6 +238,13 @@ async fn drained<L>(
         }
     }
 }
+
+/// HTTP/2 flow-control windows. A body waiting for room in the receive budget is not read, and
+/// leaves up to a stream window of its client's bytes unread; the connection's window is many
+/// stream windows, so that Curio's PoRep uploads waiting on its one connection never stop its
+/// WinningPoSt on the same connection (with equal windows, one waiting stream stopped them all).
+pub const STREAM_WINDOW: u32 = 1 << 20;
+pub const CONNECTION_WINDOW: u32 = 16 << 20;
 
 /// Server pings on idle HTTP/2 connections, and how long an answer may take.
 const KEEPALIVE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(30);

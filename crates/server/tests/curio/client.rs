@@ -20,7 +20,7 @@ pub enum Address {
 /// How Curio's scheduler retries a failed task of one kind: `tries` in all, the n-th retry
 /// after min(`base`·2^n, `cap`).
 #[derive(Clone, Copy, Debug)]
-pub struct Retries {
+struct Retries {
     pub tries: usize,
     pub base: Duration,
     pub cap: Duration,
@@ -32,7 +32,7 @@ const SCALE: u32 = 50;
 impl Retries {
     /// Curio's schedule for `kind`: PoRep 10 tries, SnapDeals 3, WindowPoSt 5, WinningPoSt
     /// one (a WinningPoSt that fails is a lost block), scaled by [`SCALE`].
-    pub fn curio(kind: pb::ProofKind) -> Self {
+    fn curio(kind: pb::ProofKind) -> Self {
         let tries = match kind {
             pb::ProofKind::PorepSealCommit => 10,
             pb::ProofKind::SnapDealsUpdate => 3,
@@ -71,7 +71,8 @@ impl TaskOutcome {
     }
 }
 
-/// Curio's `cuzk.Client`.
+/// Curio's `cuzk.Client`; a clone shares its connection, as Curio's tasks share one client.
+#[derive(Clone)]
 pub struct Curio {
     address: Address,
     svc: Option<ProvingEngineClient<Channel>>,
@@ -134,15 +135,16 @@ impl Curio {
         }
     }
 
-    /// A harmonytask running `req`: tries until one succeeds or `retries.tries` ran out,
+    /// A harmonytask running `req`: tries until one succeeds or its kind's tries ran out,
     /// backing off between them; `after_failure(n, error)` runs after the n-th failed try (the
     /// test's chance to change the world, as an operator would between Curio's retries).
     pub async fn task(
         &mut self,
         req: pb::SubmitProofRequest,
-        retries: Retries,
         mut after_failure: impl FnMut(usize, &str),
     ) -> TaskOutcome {
+        let kind = pb::ProofKind::try_from(req.proof_kind).unwrap_or(pb::ProofKind::Unspecified);
+        let retries = Retries::curio(kind);
         let mut errors = Vec::new();
         for n in 0..retries.tries {
             match self.prove(req.clone()).await {
@@ -164,6 +166,12 @@ impl Curio {
             proof: None,
             errors,
         }
+    }
+
+    /// [`Curio::task`] of `req` on a task of its own, nothing changed between tries.
+    pub fn spawn_task(&self, req: pb::SubmitProofRequest) -> tokio::task::JoinHandle<TaskOutcome> {
+        let mut curio = self.clone();
+        tokio::spawn(async move { curio.task(req, |_, _| {}).await })
     }
 
     /// `Client.GetStatus`, with its 5 s timeout.

@@ -15,6 +15,5 @@ mod client;
 mod common;
 mod daemon;
 mod neighbours;
-mod raw;
 mod requests;
 mod retries;

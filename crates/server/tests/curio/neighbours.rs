@@ -12,9 +12,9 @@ use zkforge_filecoin::ProofKind;
 use zkforge_server::pb::{self, proving_engine_client::ProvingEngineClient};
 use zkforge_server::Limits;
 
-use crate::client::{Address, Curio, Retries};
+use crate::client::{Address, Curio};
+use crate::common::raw;
 use crate::daemon::{Setup, TestDaemon};
-use crate::raw;
 use crate::requests::Sector;
 
 async fn stranger(d: &TestDaemon) -> ProvingEngineClient<tonic::transport::Channel> {
@@ -33,19 +33,7 @@ async fn guessed_job_ids_cancel_nothing_of_curios() {
     })
     .await;
     let req = sector.porep();
-    let mut curio = d.curio();
-    let task = tokio::spawn({
-        let req = req.clone();
-        async move {
-            curio
-                .task(
-                    req,
-                    Retries::curio(pb::ProofKind::PorepSealCommit),
-                    |_, _| {},
-                )
-                .await
-        }
-    });
+    let task = d.curio().spawn_task(req.clone());
     d.until_unfinished(ProofKind::PoRep, 1).await;
     let mut other = stranger(&d).await;
     for n in 1..=20u64 {
@@ -92,14 +80,7 @@ async fn a_squatted_request_id_leaves_curios_proof_alone() {
         .result
         .unwrap();
     assert_eq!(theirs.status, pb::ProofStatus::Completed as i32);
-    let outcome = d
-        .curio()
-        .task(
-            porep.clone(),
-            Retries::curio(pb::ProofKind::PorepSealCommit),
-            |_, _| {},
-        )
-        .await;
+    let outcome = d.curio().task(porep.clone(), |_, _| {}).await;
     assert!(sector.verifies(&porep, outcome.proof()));
     assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
     d.stop().await;
@@ -149,22 +130,40 @@ async fn trickled_bodies_cannot_hold_the_receive_budget() {
     }
     let t = Instant::now();
     tokio::time::sleep(Duration::from_millis(500)).await;
-    // Urgent work has a reserve: Curio's WinningPoSt (one try) is received and proved at once.
-    let winning = sector.winning_post();
-    let proof = d.curio().prove(winning.clone()).await.expect("the one try");
-    assert!(sector.verifies(&winning, &proof.proof));
-    // Bulk work waits for room instead of being refused, and gets it when the tricklers are
-    // cut: Curio's SnapDeals proves on its first try.
+    // Curio's one connection: a SnapDeals upload (bulk) that must wait for room, and on the
+    // same connection a WinningPoSt (one try), which the urgent reserve takes in at once and
+    // which the waiting upload must not hold back.
+    let mut curio = d.curio();
+    curio.get_status().await.unwrap();
     let snap = sector.snap();
-    let proof = d.curio().prove(snap.clone()).await.expect("the first try");
+    let waiting = tokio::spawn({
+        let (mut curio, snap) = (curio.clone(), snap.clone());
+        async move { (curio.prove(snap).await, Instant::now()) }
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let winning = sector.winning_post();
+    let proof = curio.prove(winning.clone()).await.expect("the one try");
+    let proved = Instant::now();
+    assert!(sector.verifies(&winning, &proof.proof));
+    // Bulk work waited for room instead of being refused, and got it when the tricklers were
+    // cut: Curio's SnapDeals proves on its first try.
+    let (snapped, snapped_at) = waiting.await.unwrap();
+    let proof = snapped.expect("the first try");
     assert!(sector.verifies(&snap, &proof.proof));
-    // Each trickler was cut at the end of its first rate window (5 s), not after its 30 s.
+    assert!(proved < snapped_at);
+    // Each trickler was cut at the end of its first rate window (5 s), not after its 30 s;
+    // the WinningPoSt was proved while they still held the budget.
     for (answer, drip) in trickles {
         let ((status, msg), at) = answer.await.unwrap();
         assert_eq!(status, Code::ResourceExhausted as i32, "{msg}");
         assert!(msg.contains("min_receive_rate"), "{msg}");
         let cut = at - t;
         assert!(cut < Duration::from_secs(8), "cut after {cut:?}");
+        assert!(
+            proved < at,
+            "the WinningPoSt waited {:?} for the bulk upload",
+            proved - t
+        );
         drip.abort();
     }
     d.stop().await;

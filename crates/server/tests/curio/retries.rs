@@ -6,9 +6,7 @@ use std::time::{Duration, Instant};
 
 use zkforge_engine::EngineConfig;
 use zkforge_filecoin::ProofKind;
-use zkforge_server::pb;
 
-use crate::client::Retries;
 use crate::daemon::{add_params, Setup, TestDaemon};
 use crate::requests::Sector;
 
@@ -25,17 +23,13 @@ async fn a_porep_that_failed_for_a_missing_key_is_proved_by_curios_retry() {
     let req = sector.porep();
     let mut curio = d.curio();
     let outcome = curio
-        .task(
-            req.clone(),
-            Retries::curio(pb::ProofKind::PorepSealCommit),
-            |n, e| {
-                // The operator copies the parameters in after the first failure.
-                if n == 1 {
-                    assert!(e.contains("cuzk proof failed"), "{e}");
-                    add_params(ProofKind::PoRep, params.path());
-                }
-            },
-        )
+        .task(req.clone(), |n, e| {
+            // The operator copies the parameters in after the first failure.
+            if n == 1 {
+                assert!(e.contains("cuzk proof failed"), "{e}");
+                add_params(ProofKind::PoRep, params.path());
+            }
+        })
         .await;
     assert!(sector.verifies(&req, outcome.proof()));
     assert_eq!(
@@ -56,19 +50,7 @@ async fn a_job_cancelled_by_another_client_is_proved_by_curios_retry() {
     })
     .await;
     let req = sector.window_post();
-    let mut curio = d.curio();
-    let task = tokio::spawn({
-        let req = req.clone();
-        async move {
-            curio
-                .task(
-                    req,
-                    Retries::curio(pb::ProofKind::WindowPostPartition),
-                    |_, _| {},
-                )
-                .await
-        }
-    });
+    let task = d.curio().spawn_task(req.clone());
     d.until_unfinished(ProofKind::WindowPost, 1).await;
     // Another client (an operator's tool given the job's id) cancels it.
     let job = d.engine.status().partitions[0].job;
@@ -118,14 +100,7 @@ async fn urgent_proofs_are_admitted_and_proved_past_a_full_queue_of_porep() {
     assert!(full.contains("ResourceExhausted"), "{full}");
     // A WinningPoSt is tried once: it must be admitted, and prove.
     let winning = sector.winning_post();
-    let outcome = d
-        .curio()
-        .task(
-            winning.clone(),
-            Retries::curio(pb::ProofKind::WinningPost),
-            |_, _| {},
-        )
-        .await;
+    let outcome = d.curio().task(winning.clone(), |_, _| {}).await;
     assert!(sector.verifies(&winning, outcome.proof()));
     let window = sector.window_post();
     let proof = d
@@ -195,14 +170,7 @@ async fn a_stop_answers_every_call_in_flight_by_its_deadline_and_the_retries_pro
         ..Setup::default()
     })
     .await;
-    let outcome = d
-        .curio()
-        .task(
-            window.clone(),
-            Retries::curio(pb::ProofKind::WindowPostPartition),
-            |_, _| {},
-        )
-        .await;
+    let outcome = d.curio().task(window.clone(), |_, _| {}).await;
     assert!(sector.verifies(&window, outcome.proof()));
     d.stop().await;
 }
