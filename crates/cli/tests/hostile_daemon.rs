@@ -242,7 +242,7 @@ async fn sigterm_with_proofs_in_flight_answers_them_and_exits_by_the_deadline() 
         }));
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
-    d.stop();
+    d.send(libc::SIGTERM);
     let t = Instant::now();
     tokio::time::sleep(Duration::from_millis(200)).await;
     // During the drain a new connection is refused at once (it once waited 20 s).
@@ -252,6 +252,11 @@ async fn sigterm_with_proofs_in_flight_answers_them_and_exits_by_the_deadline() 
     // Every call in flight gets an answer naming the deadline.
     for call in calls {
         let r = call.await.unwrap().unwrap().into_inner().result.unwrap();
+        let answered = t.elapsed();
+        assert!(
+            answered > Duration::from_millis(1900),
+            "the deadline: {answered:?}"
+        );
         assert_eq!(r.status, pb::ProofStatus::Failed as i32);
         assert!(
             r.error_message.contains("shutdown_deadline"),

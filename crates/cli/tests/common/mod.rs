@@ -90,9 +90,14 @@ impl DaemonProcess {
     }
 
     fn signal(&mut self, signal: i32) {
+        self.send(signal);
+        self.child.wait().unwrap();
+    }
+
+    /// Sends `signal` without waiting for the process to exit.
+    pub fn send(&self, signal: i32) {
         // SAFETY: a plain kill(2) on our own child's pid.
         unsafe { libc::kill(self.child.id() as i32, signal) };
-        self.child.wait().unwrap();
     }
 
     /// SIGKILL: no chance to clean up, as a crash or the OOM killer.
@@ -100,7 +105,7 @@ impl DaemonProcess {
         self.signal(libc::SIGKILL);
     }
 
-    /// SIGTERM: the daemon's graceful stop.
+    /// SIGTERM, the daemon's graceful stop, and its exit.
     pub fn stop(&mut self) {
         self.signal(libc::SIGTERM);
     }
