@@ -37,17 +37,6 @@ const CHILD_JOBS: &str = "ZKFORGE_BUDGET_TEST_JOBS";
 /// What the budget does not cover: allocator slack, MSM bucket scratch, thread stacks.
 const MARGIN: u64 = 24 << 20;
 
-/// `VmRSS` or `VmHWM` of this process, in bytes.
-fn proc_status(field: &str) -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let kib: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap();
-    kib << 10
-}
-
 #[test]
 fn queued_jobs_wait_for_memory_and_rss_stays_under_the_budget() {
     queued_jobs_under_the_budget(CI_JOBS);
@@ -133,7 +122,7 @@ fn engine_under_a_small_budget() {
     let budget = key_bytes + witness * 5 / 2;
 
     // The baseline includes what the probe left in the allocator: ~12 MiB at 2^15.
-    let baseline = proc_status("VmRSS:");
+    let baseline = zkforge_engine::process_memory().0;
     // Resets VmHWM to the current RSS (Linux ≥ 4.0), so the peak below is the engine's.
     std::fs::write("/proc/self/clear_refs", "5").unwrap();
     let e = start(budget.to_string());
@@ -150,7 +139,7 @@ fn engine_under_a_small_budget() {
             other => panic!("job {id}: {other:?}"),
         }
     }
-    let peak = proc_status("VmHWM:");
+    let peak = zkforge_engine::process_memory().1;
     let (budget_peak, most_held) = e.budget().peaks();
     let witnesses_held = (budget_peak - key_bytes) / witness;
     println!(

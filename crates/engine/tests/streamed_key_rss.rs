@@ -178,17 +178,6 @@ impl ProverBackend for StreamedKeyBackend {
     }
 }
 
-/// `VmRSS` or `VmHWM` of this process, in bytes.
-fn proc_status(field: &str) -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let kib: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap();
-    kib << 10
-}
-
 #[test]
 fn a_streamed_key_configuration_stays_under_the_host_budget() {
     // Keys (tiled: cheap at any size) and recorded matrices are made here and read from files
@@ -246,7 +235,7 @@ fn streamed_key_engine() {
     // such free, and this test's 2 and 8 MiB buffers would stay in per-thread arenas).
     // SAFETY: sets an allocator option before this process's engine starts any thread.
     assert_eq!(unsafe { libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20) }, 1);
-    let baseline = proc_status("VmRSS:");
+    let baseline = zkforge_engine::process_memory().0;
     // Resets VmHWM to the current RSS (Linux ≥ 4.0), so the peak below is the engine's.
     std::fs::write("/proc/self/clear_refs", "5").unwrap();
     let backend = StreamedKeyBackend {
@@ -277,7 +266,7 @@ fn streamed_key_engine() {
                 other => panic!("job {id}: {other:?}"),
             }
         }
-        proc_status("VmHWM:")
+        zkforge_engine::process_memory().1
     };
     // Two phases, each with its own peak: the keys' loads (the decoded keys beside their
     // files being read), then jobs of the larger size and after them of the smaller, which

@@ -262,12 +262,12 @@ fn queues(out: &mut Exposition, s: &EngineStatus) {
     };
     by_kind(
         "zkforge_partitions_pending",
-        "Partitions waiting for synthesis.",
+        "Partitions in the synthesis queue.",
         |c| c.pending,
     );
     by_kind(
         "zkforge_partitions_in_progress",
-        "Partitions being synthesized or proved.",
+        "Partitions past the synthesis queue and not yet proved (waiting for their key or memory, synthesizing, or at a prover).",
         |c| c.in_progress,
     );
     by_kind(
