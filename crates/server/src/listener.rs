@@ -5,11 +5,11 @@
 //!   ends on such an error, and the daemon then stopped with exit status 0.
 //! - Connections are counted in total and per client (IP address; on the unix socket, the
 //!   peer's process). At a cap, the connection of that client (at the total cap: of any
-//!   client) idle longest — no request in flight for over [`EVICTABLE_AFTER`] — is closed to
-//!   make room: one local process holding every slot open with a status call now and then
-//!   cannot lock Curio, or the Prometheus scraper, out (gRPC and HTTP clients reconnect on
-//!   their next call). Only when no connection is idle is the newcomer accepted and closed at
-//!   once, so the backlog keeps moving.
+//!   client) idle longest — no request in flight, open for over [`EVICTABLE_AFTER`] — is
+//!   closed to make room: one local process holding every slot open with a status call now
+//!   and then cannot lock Curio, or the Prometheus scraper, out (gRPC and HTTP clients
+//!   reconnect on their next call). Only when every connection is busy or just opened is the
+//!   newcomer accepted and closed at once, so the backlog keeps moving.
 //! - A drain closes the listener: new connections are refused by the kernel at once.
 //! - A connection with no request in flight for `idle_timeout` is closed: that also bounds a
 //!   client that connects and sends nothing, or half a header. HTTP/2 pings do not count as
@@ -40,9 +40,10 @@ pub enum Client {
     Local,
 }
 
-/// How long a connection must have had no request in flight before another may take its
-/// slot: a client's first request arrives within milliseconds of its connect, and a client
-/// polling every few seconds is idle for most of each interval.
+/// How long a connection must have been open before another may take its slot: a client's
+/// first request arrives within milliseconds of its connect. Not how long it has been idle:
+/// clients that poll in step (every holder of the slots calling at the same instant) would
+/// then leave a newcomer nothing to take at the instant it arrives.
 pub const EVICTABLE_AFTER: Duration = Duration::from_secs(1);
 
 /// The open connections of one listener.
@@ -80,12 +81,11 @@ impl Connections {
 
     /// The connection idle longest among those `of` selects, if one is evictable.
     fn idlest(open: &Open, of: impl Fn(Client) -> bool) -> Option<(Client, Arc<Activity>)> {
-        let now = Instant::now();
         open.live
             .values()
             .filter(|(c, a)| of(*c) && !a.is_evicted())
+            .filter(|(_, a)| a.opened.elapsed() >= EVICTABLE_AFTER)
             .filter_map(|(c, a)| Some((a.idle_since()?, c, a)))
-            .filter(|(since, _, _)| now.duration_since(*since) >= EVICTABLE_AFTER)
             .min_by_key(|(since, _, _)| *since)
             .map(|(_, c, a)| (*c, a.clone()))
     }
@@ -133,6 +133,7 @@ impl Connections {
         open.next_id += 1;
         let id = open.next_id;
         let activity = Arc::new(Activity {
+            opened: Instant::now(),
             in_flight: AtomicUsize::new(0),
             last_active: Mutex::new(Instant::now()),
             evicted: std::sync::atomic::AtomicBool::new(false),
@@ -204,6 +205,7 @@ pub struct ConnState {
 /// Whether a request is in flight on a connection, since when it is idle, and whether it was
 /// evicted.
 struct Activity {
+    opened: Instant,
     in_flight: AtomicUsize,
     last_active: Mutex<Instant>,
     evicted: std::sync::atomic::AtomicBool,
@@ -547,11 +549,13 @@ mod tests {
         let c = Connections::new(3, 2, Duration::from_secs(60));
         let first = c.admit(local(1)).unwrap();
         let second = c.admit(local(1)).unwrap();
-        // Both just connected: not idle long enough to give way.
+        // Both just connected: not open long enough to give way.
         assert!(c.admit(local(1)).is_none(), "a newcomer is refused");
         std::thread::sleep(EVICTABLE_AFTER + Duration::from_millis(100));
         let busy = second.request_started();
-        let third = c.admit(local(1)).expect("the idle one made room");
+        let third = c
+            .admit(local(1))
+            .expect("the one with no request made room");
         assert!(first.activity.is_evicted() && !second.activity.is_evicted());
         // The evicted one's slot was given back at once; its close takes it off nothing twice.
         drop(first);

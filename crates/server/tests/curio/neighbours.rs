@@ -221,18 +221,27 @@ async fn one_process_holding_every_connection_cannot_lock_curio_out() {
     // loopback client and keeps each busy with a GetStatus every 2 s.
     let mut curio = d.curio();
     curio.get_status().await.unwrap();
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    // Holders with a connection, and their calls so far: the test arrives just after a round
+    // of them, when every slot has just been used (the calls are in step).
+    let (live, calls) = (
+        std::sync::Arc::new(AtomicUsize::new(0)),
+        std::sync::Arc::new(AtomicUsize::new(0)),
+    );
     let mut holders = Vec::new();
     for _ in 0..8 {
         let addr = d.tcp();
-        let stop = stop.clone();
+        let (stop, live, calls) = (stop.clone(), live.clone(), calls.clone());
         holders.push(tokio::spawn(async move {
             let mut c = ProvingEngineClient::connect(format!("http://{addr}"))
                 .await
                 .ok();
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            live.fetch_add(c.is_some() as usize, SeqCst);
+            while !stop.load(SeqCst) {
                 if let Some(c) = c.as_mut() {
                     let _ = c.get_status(pb::GetStatusRequest {}).await;
+                    calls.fetch_add(1, SeqCst);
                 }
                 tokio::time::sleep(Duration::from_secs(2)).await;
             }
@@ -244,6 +253,10 @@ async fn one_process_holding_every_connection_cannot_lock_curio_out() {
         .get_status()
         .await
         .expect("Curio's channel after its idle close");
+    let round = calls.load(SeqCst) + live.load(SeqCst);
+    while calls.load(SeqCst) < round {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
     let winning = sector.winning_post();
     let proof = Curio::new(Address::Tcp(d.tcp()))
         .prove(winning.clone())
@@ -253,7 +266,7 @@ async fn one_process_holding_every_connection_cannot_lock_curio_out() {
     // Slots go back when connections close: the daemon holds no connection open after.
     let held = daemon_connections(port);
     assert!(held >= 2, "the socket table shows the connections: {held}");
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    stop.store(true, SeqCst);
     for h in holders {
         h.await.unwrap();
     }
