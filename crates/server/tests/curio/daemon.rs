@@ -195,17 +195,21 @@ impl TestDaemon {
             .sum()
     }
 
-    /// Waits until the engine holds `n` unfinished jobs of `kind`.
+    /// Waits until the engine holds `n` unfinished jobs of `kind`: a minute, as CI runs the
+    /// suite's tests side by side on two cores; past it, the panic shows the engine's last
+    /// events (a job that failed, or none that arrived).
     pub async fn until_unfinished(&self, kind: ProofKind, n: usize) {
-        for _ in 0..500 {
+        for _ in 0..3000 {
             if self.unfinished(kind) == n {
                 return;
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+        let events = self.engine.timeline();
         panic!(
-            "{n} unfinished {kind} jobs: {} after 10 s",
-            self.unfinished(kind)
+            "{n} unfinished {kind} jobs: {} after 60 s; the engine's last events: {:#?}",
+            self.unfinished(kind),
+            &events[events.len().saturating_sub(12)..]
         );
     }
 
