@@ -4,6 +4,7 @@
 mod error;
 pub mod host;
 mod options;
+pub mod placement;
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 mod resident;
 mod vram;
@@ -14,6 +15,8 @@ mod backend;
 mod device;
 #[cfg(feature = "cuda")]
 mod keygen;
+#[cfg(feature = "cuda")]
+mod link;
 #[cfg(feature = "cuda")]
 mod msm;
 #[cfg(feature = "cuda")]

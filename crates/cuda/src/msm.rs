@@ -12,7 +12,7 @@ use crate::device::{
 use crate::host::{g1_from_xyzz, g2_from_xyzz, scalars_as_u64, Accumulate, MsmOptions};
 use crate::CudaError;
 use blstrs::{G1Projective, G2Projective, Scalar};
-use cudarc::driver::{CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaSlice, CudaView, LaunchConfig, PushKernelArg};
 use group::Group;
 use plan::{
     affine_chunk_len, affine_launch, affine_state_bytes, chunk_len, max_heads, ones_launch,
@@ -102,11 +102,14 @@ impl CudaDevice {
         Ok(())
     }
 
+    /// Σ scalars[i]·bases[i] over the first `n` scalars (Montgomery form) of `scalars` and
+    /// points (`C`'s affine layout) of `bases`, cut as this handle says. Views, so that a
+    /// streamed or phased MSM runs on a chunk of a larger buffer in place.
     pub(crate) fn msm_core<C: Curve>(
         &self,
-        bases: &CudaSlice<u64>,
+        bases: &CudaView<'_, u64>,
         nbases: usize,
-        scalars: &CudaSlice<u64>,
+        scalars: &CudaView<'_, u64>,
         n: usize,
     ) -> Result<C::Proj, CudaError> {
         self.msm_core_with::<C>(bases, nbases, scalars, n, &self.msm)
@@ -114,9 +117,9 @@ impl CudaDevice {
 
     pub(crate) fn msm_core_with<C: Curve>(
         &self,
-        bases: &CudaSlice<u64>,
+        bases: &CudaView<'_, u64>,
         nbases: usize,
-        scalars: &CudaSlice<u64>,
+        scalars: &CudaView<'_, u64>,
         n: usize,
         opts: &MsmOptions,
     ) -> Result<C::Proj, CudaError> {
@@ -348,7 +351,7 @@ impl CudaDevice {
     /// summed by one wave of threads (a partial each), the partials added up in groups.
     fn sum_ones<C: Curve>(
         &self,
-        bases: &CudaSlice<u64>,
+        bases: &CudaView<'_, u64>,
         sc: &CudaSlice<u64>,
         n: u64,
         ones: u64,
@@ -400,7 +403,13 @@ impl CudaDevice {
         opts: &MsmOptions,
     ) -> Result<G1Projective, CudaError> {
         let s = self.stream.clone_htod(scalars_as_u64(scalars))?;
-        self.msm_core_with::<G1>(&bases.buf, bases.len, &s, scalars.len(), opts)
+        self.msm_core_with::<G1>(
+            &bases.buf.as_view(),
+            bases.len,
+            &s.as_view(),
+            scalars.len(),
+            opts,
+        )
     }
 
     /// Σ scalars[i]·bases[i] over the first scalars.len() resident G2 bases.
@@ -419,7 +428,13 @@ impl CudaDevice {
         opts: &MsmOptions,
     ) -> Result<G2Projective, CudaError> {
         let s = self.stream.clone_htod(scalars_as_u64(scalars))?;
-        self.msm_core_with::<G2>(&bases.buf, bases.len, &s, scalars.len(), opts)
+        self.msm_core_with::<G2>(
+            &bases.buf.as_view(),
+            bases.len,
+            &s.as_view(),
+            scalars.len(),
+            opts,
+        )
     }
 
     /// As msm_g1, with scalars already on the device (e.g. the h coefficients).
@@ -437,7 +452,13 @@ impl CudaDevice {
         scalars: &DeviceScalars,
         opts: &MsmOptions,
     ) -> Result<G1Projective, CudaError> {
-        self.msm_core_with::<G1>(&bases.buf, bases.len, &scalars.buf, scalars.len, opts)
+        self.msm_core_with::<G1>(
+            &bases.buf.as_view(),
+            bases.len,
+            &scalars.buf.as_view(),
+            scalars.len,
+            opts,
+        )
     }
 
     pub fn msm_g2_resident(
@@ -454,6 +475,12 @@ impl CudaDevice {
         scalars: &DeviceScalars,
         opts: &MsmOptions,
     ) -> Result<G2Projective, CudaError> {
-        self.msm_core_with::<G2>(&bases.buf, bases.len, &scalars.buf, scalars.len, opts)
+        self.msm_core_with::<G2>(
+            &bases.buf.as_view(),
+            bases.len,
+            &scalars.buf.as_view(),
+            scalars.len,
+            opts,
+        )
     }
 }

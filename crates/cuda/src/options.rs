@@ -4,6 +4,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+use zkforge_groth16::prover::placement::Item;
+
 use crate::host::MsmOptions;
 
 /// Where a proving key's bases live while it is in use. A key kept in VRAM takes the room of
@@ -58,10 +60,13 @@ pub struct CudaOptions {
     pub staging_pool_bytes: u64,
     /// How the prover's MSMs are cut (the default is the tuned product path).
     pub msm: MsmOptions,
-    /// Bases per chunk of a streamed MSM (a key whose bases stay in host memory): 4Mi is
-    /// 384 MiB of G1 or 768 MiB of G2 per buffer, three buffers in flight at most. Checks use
-    /// small chunks to cross many chunk boundaries.
+    /// G1 points per chunk of an MSM in the phased order (a placement that streams part of
+    /// the key or the matrices from host memory): 8Mi is 768 MiB a chunk (4Mi G2 points), two
+    /// chunk buffers. Checks use small chunks to cross many chunk boundaries.
     pub stream_chunk: usize,
+    /// Forces the items kept resident (the rest streamed) instead of the plan's choice: checks
+    /// and benchmarks compare placements side by side on one card. Not a daemon setting.
+    pub resident_items: Option<Vec<Item>>,
 }
 
 impl Default for CudaOptions {
@@ -72,7 +77,8 @@ impl Default for CudaOptions {
             residency: Residency::Auto,
             staging_pool_bytes: 32 << 30,
             msm: MsmOptions::default(),
-            stream_chunk: 1 << 22,
+            stream_chunk: 1 << 23,
+            resident_items: None,
         }
     }
 }

@@ -55,6 +55,56 @@ impl DeviceMatrices {
     }
 }
 
+/// Rows `start..end` of a CSR matrix kept in host memory, and the long rows among them
+/// (relative to `start`).
+struct RowBlock {
+    start: usize,
+    end: usize,
+    long: Vec<u32>,
+}
+
+/// A circuit's A and B left in host memory and copied block by block at each partition's
+/// products: what a card too small for the matrices keeps instead (its coefficients, a few
+/// KiB, and each block's long rows, found once here rather than in every partition). C is
+/// never needed there: a synthesized witness satisfies its constraints, so c = a∘b.
+pub struct StreamedMatrices {
+    a: Vec<RowBlock>,
+    b: Vec<RowBlock>,
+    coefficients: CudaSlice<u64>,
+    rows: usize,
+    num_inputs: usize,
+    num_aux: usize,
+}
+
+/// Cuts `x` into blocks of at most `block_bytes` of row starts and entries (a longer row gets
+/// a block of its own).
+fn row_blocks(x: &SparseMatrix, block_bytes: usize) -> Vec<RowBlock> {
+    let mut blocks = Vec::new();
+    let (mut start, mut bytes, mut long) = (0, 0, Vec::new());
+    for r in 0..x.rows() {
+        let len = (x.row_starts[r + 1] - x.row_starts[r]) as usize;
+        let row = 4 + 8 * len;
+        if bytes + row > block_bytes && r > start {
+            blocks.push(RowBlock {
+                start,
+                end: r,
+                long: std::mem::take(&mut long),
+            });
+            (start, bytes) = (r, 0);
+        }
+        bytes += row;
+        if len > LONG_ROW as usize {
+            long.push((r - start) as u32);
+        }
+    }
+    blocks.push(RowBlock {
+        start,
+        end: x.rows(),
+        long,
+    });
+    blocks
+}
+
 impl CudaDevice {
     /// Copies the matrices to the device (once per circuit; keep the result).
     pub fn upload_matrices(&self, m: &ConstraintMatrices) -> Result<DeviceMatrices, CudaError> {
@@ -92,6 +142,144 @@ impl CudaDevice {
         Ok(dm)
     }
 
+    /// What a partition's products need of `m` on the device when its A and B stay in host
+    /// memory, copied in blocks of at most `block_bytes`.
+    pub fn stream_matrices(
+        &self,
+        m: &ConstraintMatrices,
+        block_bytes: usize,
+    ) -> Result<StreamedMatrices, CudaError> {
+        let coefficients = self.stream.clone_htod(scalars_as_u64(&m.coefficients))?;
+        self.stream.synchronize()?;
+        Ok(StreamedMatrices {
+            a: row_blocks(&m.a, block_bytes),
+            b: row_blocks(&m.b, block_bytes),
+            coefficients,
+            rows: m.num_constraints(),
+            num_inputs: m.num_inputs,
+            num_aux: m.num_aux,
+        })
+    }
+
+    /// A·z and B·z over the host matrices `m` (cut as `streamed` says, made from the same `m`),
+    /// zero-padded to `padded` rows: each block's row starts and entries copied (from the
+    /// engine's page-locked matrices), then its rows summed in place.
+    pub fn streamed_products(
+        &self,
+        m: &ConstraintMatrices,
+        streamed: &StreamedMatrices,
+        inputs: &DeviceScalars,
+        aux: &DeviceScalars,
+        padded: usize,
+    ) -> Result<[DeviceScalars; 2], CudaError> {
+        if inputs.len != streamed.num_inputs
+            || aux.len != streamed.num_aux
+            || padded < streamed.rows
+            || m.num_constraints() != streamed.rows
+        {
+            return Err(CudaError::Invalid(format!(
+                "streamed products: {} inputs and {} aux for matrices of {} and {}, {padded} \
+                 rows for {}",
+                inputs.len, aux.len, streamed.num_inputs, streamed.num_aux, streamed.rows
+            )));
+        }
+        let n_in = streamed.num_inputs as u32;
+        let product = |x: &SparseMatrix, blocks: &[RowBlock]| -> Result<DeviceScalars, CudaError> {
+            let mut out = self.alloc_scalars(padded.max(1))?;
+            out.len = padded;
+            let last = blocks.len() - 1;
+            for (k, block) in blocks.iter().enumerate() {
+                let (e0, e1) = (x.row_starts[block.start], x.row_starts[block.end]);
+                let starts = self
+                    .stream
+                    .clone_htod(&x.row_starts[block.start..=block.end])?;
+                // SAFETY: Entry is repr(C) { u32, u32 }: its bytes are two u32 per entry.
+                let words = unsafe {
+                    std::slice::from_raw_parts(
+                        x.entries[e0 as usize..e1 as usize].as_ptr() as *const u32,
+                        2 * (e1 - e0) as usize,
+                    )
+                };
+                let entries = self.stream.clone_htod(if words.is_empty() {
+                    &[0u32, 0][..]
+                } else {
+                    words
+                })?;
+                // The row starts are the matrix's own: the entries' address is moved back by
+                // the block's first entry, so that row_starts[r] indexes them as before.
+                let entries_at = self.ptr32(&entries).wrapping_sub(8 * e0 as u64);
+                let rows = (block.end - block.start) as u64;
+                // The last block also zeroes the domain's padding rows.
+                let out_rows = if k == last {
+                    (padded - block.start) as u64
+                } else {
+                    rows
+                };
+                let mut at = out.buf.slice_mut(block.start * 4..);
+                let mut b = self.stream.launch_builder(&self.k.spmv_csr);
+                b.arg(&mut at)
+                    .arg(&out_rows)
+                    .arg(&starts)
+                    .arg(&entries_at)
+                    .arg(&rows)
+                    .arg(&streamed.coefficients)
+                    .arg(&inputs.buf)
+                    .arg(&n_in)
+                    .arg(&aux.buf)
+                    .arg(&LONG_ROW);
+                unsafe { b.launch(grid(out_rows, 256)) }?;
+                if !block.long.is_empty() {
+                    let long = self.stream.clone_htod(&block.long)?;
+                    let n_long = block.long.len() as u64;
+                    let mut b = self.stream.launch_builder(&self.k.spmv_csr_long);
+                    b.arg(&mut at)
+                        .arg(&long)
+                        .arg(&n_long)
+                        .arg(&starts)
+                        .arg(&entries_at)
+                        .arg(&streamed.coefficients)
+                        .arg(&inputs.buf)
+                        .arg(&n_in)
+                        .arg(&aux.buf);
+                    unsafe { b.launch(grid(32 * n_long, 256)) }?;
+                }
+                // Keeps the block's buffers until their kernels have read them: the copies
+                // are asynchronous from page-locked memory, and freed memory is reused.
+                drop((starts, entries));
+            }
+            Ok(out)
+        };
+        Ok([product(&m.a, &streamed.a)?, product(&m.b, &streamed.b)?])
+    }
+
+    /// c = a∘b over the domain (a synthesized witness satisfies every constraint).
+    pub fn hadamard(
+        &self,
+        a: &DeviceScalars,
+        b: &DeviceScalars,
+    ) -> Result<DeviceScalars, CudaError> {
+        let n = a.len as u64;
+        let mut out = self.alloc_scalars(a.len.max(1))?;
+        out.len = a.len;
+        let mut l = self.stream.launch_builder(&self.k.fr_hadamard);
+        l.arg(&mut out.buf).arg(&a.buf).arg(&b.buf).arg(&n);
+        unsafe { l.launch(grid(n, 256)) }?;
+        Ok(out)
+    }
+
+    /// A·z and B·z from the resident matrices, zero-padded to `padded` rows (c = a∘b is left
+    /// for later, when fewer vectors are live: see [`hadamard`](Self::hadamard)).
+    pub fn resident_products(
+        &self,
+        m: &DeviceMatrices,
+        inputs: &DeviceScalars,
+        aux: &DeviceScalars,
+        padded: usize,
+    ) -> Result<[DeviceScalars; 2], CudaError> {
+        let (a, b, _) = self.constraint_products_with(m, inputs, aux, padded, None)?;
+        Ok([a, b])
+    }
+
     /// A·z, B·z and C·z (or A·z ∘ B·z, see [`CFrom`]) for z = inputs ‖ aux, each zero-padded
     /// to `padded` rows (the domain).
     pub fn constraint_products(
@@ -102,6 +290,22 @@ impl CudaDevice {
         padded: usize,
         c_from: CFrom,
     ) -> Result<[DeviceScalars; 3], CudaError> {
+        let (a, b, c) = self.constraint_products_with(m, inputs, aux, padded, Some(c_from))?;
+        match c {
+            Some(c) => Ok([a, b, c]),
+            None => Err(CudaError::Invalid("c was not computed".into())),
+        }
+    }
+
+    /// a, b and, where `c_from` says how, c.
+    fn constraint_products_with(
+        &self,
+        m: &DeviceMatrices,
+        inputs: &DeviceScalars,
+        aux: &DeviceScalars,
+        padded: usize,
+        c_from: Option<CFrom>,
+    ) -> Result<(DeviceScalars, DeviceScalars, Option<DeviceScalars>), CudaError> {
         if inputs.len != m.num_inputs || aux.len != m.num_aux || padded < m.rows {
             return Err(CudaError::Invalid(format!(
                 "constraint products: {} inputs and {} aux for matrices of {} and {}, {padded} \
@@ -150,18 +354,10 @@ impl CudaDevice {
         };
         let (a, b) = (product(&m.a)?, product(&m.b)?);
         let c = match c_from {
-            CFrom::Matrix => product(&m.c)?,
-            CFrom::AB => {
-                let mut out = rows_out()?;
-                let mut l = self.stream.launch_builder(&self.k.fr_hadamard);
-                l.arg(&mut out.buf)
-                    .arg(&a.buf)
-                    .arg(&b.buf)
-                    .arg(&padded_rows);
-                unsafe { l.launch(grid(padded_rows, 256)) }?;
-                out
-            }
+            None => None,
+            Some(CFrom::Matrix) => Some(product(&m.c)?),
+            Some(CFrom::AB) => Some(self.hadamard(&a, &b)?),
         };
-        Ok([a, b, c])
+        Ok((a, b, c))
     }
 }

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use zkforge_circuits::{ParamsId, PartitionedCircuit, ProofKind};
+use zkforge_groth16::prover::placement::KeyPlacement;
 use zkforge_groth16::{PriorityLock, ProverBackend};
 
 use crate::admission::{self, Admission, Candidate, SubmitError};
@@ -273,6 +274,12 @@ impl Engine {
             crate::workers::ready_for_partitions(&self.pipeline, &key);
         }
         Ok((!loaded_now, t.elapsed().as_secs_f64() * 1e3))
+    }
+
+    /// Where the backend would put the set `id`'s key and partitions, before anything is
+    /// read but its lengths (see [`ProverBackend::place`]).
+    pub fn placement(&self, id: &ParamsId) -> Result<KeyPlacement> {
+        self.pipeline.srs.placement(id)
     }
 
     /// Drops a parameter set; returns the bytes it held, if it was loaded.

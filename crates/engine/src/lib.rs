@@ -10,6 +10,7 @@ mod engine;
 mod job;
 mod jobs;
 mod params_source;
+mod pinned;
 mod pipeline;
 mod queue;
 mod srs_store;

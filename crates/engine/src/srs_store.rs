@@ -9,21 +9,28 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use zkforge_circuits::{cached_matrices, ParamsId, PartitionedCircuit};
+use zkforge_groth16::prover::placement::KeyPlacement;
 use zkforge_groth16::{
     ConstraintMatrices, EvaluationSite, G1Affine, LoadedKey, PartitionPlan, ProverBackend,
 };
 
 use crate::budget::{MemoryBudget, Reservation};
 use crate::params_source::ParamsSource;
+use crate::pinned::{key_regions, matrix_regions, PinnedHostForm};
 
 /// A parameter set in memory, with the budget it holds until the last user lets go.
 pub(crate) struct Resident {
+    /// The key's points and the matrices page-locked while a device streams them; declared
+    /// first, so that they are unpinned before the memory below is freed.
+    _pinned: Option<PinnedHostForm>,
     pub key: LoadedKey,
     /// The circuit's constraints, when it has a recording: partitions are then assigned and
     /// their a, b, c computed by the prover.
     pub matrices: Option<Arc<ConstraintMatrices>>,
     /// What each partition of this key holds, and where its a, b, c are computed.
     pub plan: PartitionPlan,
+    /// Where the backend's devices keep the key and its partitions.
+    pub placement: KeyPlacement,
     reservations: Vec<Reservation>,
 }
 
@@ -53,6 +60,8 @@ pub struct LoadedSrs {
     pub key_form: String,
     /// Where the key's points are now.
     pub tier: KeyTier,
+    /// Each device's placement plan for it, in words (docs/operations.md, "Placement").
+    pub placement: Vec<String>,
 }
 
 /// Where a resident parameter set's key points are (cuzk's HOT, WARM, COLD).
@@ -148,6 +157,16 @@ impl SrsStore {
         out
     }
 
+    /// Where the backend would put the set `id`, from its key's lengths alone (the matrices
+    /// not read yet): what the daemon prints at start. Its first load decides with the
+    /// matrices, and logs that plan.
+    pub fn placement(&self, id: &ParamsId) -> Result<KeyPlacement> {
+        let lengths = self.source.lengths(id)?;
+        self.backend
+            .place(&lengths, None)
+            .with_context(|| format!("parameters {}", id.circuit_id()))
+    }
+
     /// Loads the set with all of its memory reserved at once: two loads each holding part of
     /// what they need while waiting for the rest would wait for each other forever. The
     /// reservation is sized from what is known before reading (the key's lengths, the
@@ -164,14 +183,23 @@ impl SrsStore {
         rank: usize,
     ) -> Result<Arc<Resident>> {
         let lengths = self.source.lengths(id)?;
-        let in_file = self.backend.prefers_key_file(&lengths);
-        let host_form = if in_file {
-            // A key left in its file keeps only its verifying key's ic points on the host.
-            (lengths.ic * std::mem::size_of::<G1Affine>()) as u64
-        } else {
-            lengths.decoded_bytes() as u64
+        // Errors name the set where they are reported (the job's failure, the preload's log).
+        let place = |matrices: Option<&ConstraintMatrices>| -> Result<KeyPlacement> {
+            Ok(self.backend.place(&lengths, matrices)?)
         };
-        let mut key_bytes = host_form + self.backend.key_host_overhead(&lengths, in_file);
+        // A first answer from the lengths alone sizes the reservation; the matrices (a few
+        // seconds' read) then give the placement the key is loaded with.
+        let mut placement = place(None)?;
+        let host_form = |p: &KeyPlacement| {
+            let form = if p.key_in_file {
+                // A key left in its file keeps only its verifying key's ic points on the host.
+                (lengths.ic * std::mem::size_of::<G1Affine>()) as u64
+            } else {
+                lengths.decoded_bytes() as u64
+            };
+            (form, form + p.host_overhead_bytes)
+        };
+        let mut key_bytes = host_form(&placement).1;
         let cache = self.source.matrices_cache(id);
         let has_matrices = circuit.is_some() || cache.as_ref().is_some_and(|p| p.exists());
         let mut matrix_bytes = if has_matrices {
@@ -181,9 +209,9 @@ impl SrsStore {
         };
         let site = EvaluationSite::choose(has_matrices, self.backend.as_ref());
         let partition = PartitionPlan::new(&lengths, site).host_bytes();
-        check_host_room(id, self.budget.total(), key_bytes, matrix_bytes, partition)?;
+        check_host_room(self.budget.total(), key_bytes, matrix_bytes, partition)?;
         loop {
-            let mut reserved = self.make_room(rank, id, key_bytes + matrix_bytes)?;
+            let mut reserved = self.make_room(rank, key_bytes + matrix_bytes)?;
             let matrices = if has_matrices {
                 match circuit {
                     Some(c) => cached_matrices(c, cache.as_deref())?,
@@ -195,14 +223,13 @@ impl SrsStore {
             } else {
                 None
             };
-            self.backend
-                .check_capacity(&lengths, matrices.as_ref(), in_file)
-                .with_context(|| format!("parameters {}", id.circuit_id()))?;
-            let key = self.source.load(id, in_file)?;
+            placement = place(matrices.as_ref())?;
+            let key = self.source.load(id, placement.key_in_file)?;
             // A source may hand over a decoded key even when the file was preferred (one a
             // benchmark already holds): its bytes count all the same.
+            let (form, with_overhead) = host_form(&placement);
             let (actual_key, actual_matrices) = (
-                (key.host_bytes() as u64).max(host_form) + (key_bytes - host_form),
+                (key.host_bytes() as u64).max(form) + (with_overhead - form),
                 matrices.as_ref().map_or(0, |m| m.heap_bytes() as u64),
             );
             // An estimate above the real size gives the difference back (the matrices'
@@ -233,9 +260,15 @@ impl SrsStore {
                 host_bytes = key.host_bytes(),
                 "proving key loaded"
             );
+            for (device, plan) in placement.devices.iter().enumerate() {
+                tracing::info!(circuit = %id.circuit_id(), device, "placement: {plan}");
+            }
             let site = EvaluationSite::choose(matrices.is_some(), self.backend.as_ref());
+            let pinned = self.pin(id, &placement, &key, matrices.as_ref());
             return Ok(Arc::new(Resident {
+                _pinned: pinned,
                 plan: PartitionPlan::new(&lengths, site),
+                placement,
                 key,
                 matrices: matrices.map(Arc::new),
                 reservations: std::iter::once(reserved).chain(extra).collect(),
@@ -243,17 +276,36 @@ impl SrsStore {
         }
     }
 
+    /// Page-locks what the placement streams from host memory (the set's own memory, already
+    /// reserved), when the backend can.
+    fn pin(
+        &self,
+        id: &ParamsId,
+        placement: &KeyPlacement,
+        key: &LoadedKey,
+        matrices: Option<&ConstraintMatrices>,
+    ) -> Option<PinnedHostForm> {
+        let pinner = self.backend.host_pinner()?;
+        let mut regions = Vec::new();
+        if placement.pin_key {
+            regions.extend(key_regions(key));
+        }
+        if let (true, Some(m)) = (placement.pin_matrices, matrices) {
+            regions.extend(matrix_regions(m));
+        }
+        (!regions.is_empty()).then(|| PinnedHostForm::pin(pinner, &id.circuit_id(), &regions))
+    }
+
     /// Reserves `bytes`, evicting unused sets (least recently used first) and then waiting for
     /// partitions in flight to release memory, ranked by `rank` while it waits (not while the
     /// key is read: lower ranks are held back only when memory is what this load lacks). Sets
     /// in use become unused as their partitions finish: lower-ranked workers hand theirs back
     /// while this waits (see `synthesize_unit`).
-    fn make_room(&self, rank: usize, id: &ParamsId, bytes: u64) -> Result<Reservation> {
+    fn make_room(&self, rank: usize, bytes: u64) -> Result<Reservation> {
         if bytes > self.budget.total() {
             bail!(
-                "parameters {}: the proving key and constraint matrices need {bytes} bytes, more \
+                "the proving key and constraint matrices need {bytes} bytes, more \
                  than the whole memory budget ({} bytes)",
-                id.circuit_id(),
                 self.budget.total()
             );
         }
@@ -331,6 +383,12 @@ impl SrsStore {
                             LoadedKey::File(_) => KeyTier::File,
                         }
                     },
+                    placement: key
+                        .placement
+                        .devices
+                        .iter()
+                        .map(|p| p.to_string())
+                        .collect(),
                 }),
                 Slot::Loading => None,
             })
@@ -346,20 +404,13 @@ fn gib(bytes: u64) -> String {
 
 /// Refuses a parameter set that, with one of its partitions, could never fit the memory budget
 /// (it would wait for memory forever, or fail after its key was read).
-fn check_host_room(
-    id: &ParamsId,
-    budget: u64,
-    key: u64,
-    matrices: u64,
-    partition: u64,
-) -> Result<()> {
+fn check_host_room(budget: u64, key: u64, matrices: u64, partition: u64) -> Result<()> {
     let needs = key + matrices + partition;
     if needs > budget {
         bail!(
-            "parameters {}: the proving key ({}), its recorded constraint matrices ({}) and one \
+            "the proving key ({}), its recorded constraint matrices ({}) and one \
              partition ({}) need {} of host memory; the memory budget (engine.memory_budget) is \
              {}",
-            id.circuit_id(),
             gib(key),
             gib(matrices),
             gib(partition),
@@ -377,16 +428,11 @@ mod tests {
     #[test]
     fn a_set_and_a_partition_beyond_the_budget_are_refused_with_the_numbers() {
         const GIB: u64 = 1 << 30;
-        let id = ParamsId {
-            kind: zkforge_circuits::ProofKind::PoRep,
-            sector_size: 32 << 30,
-            stem: "porep-32".into(),
-        };
         // 32 GiB PoRep streamed: 44.13 GiB of key, 7.50 GiB of matrices (the estimate), a
         // partition of 3.88 GiB, on an 88 GiB budget and on a 54 GiB one.
         let (key, m, p) = (44_130 * GIB / 1000, 7_500 * GIB / 1000, 3_880 * GIB / 1000);
-        assert!(check_host_room(&id, 88 * GIB, key, m, p).is_ok());
-        let msg = check_host_room(&id, 54 * GIB, key, m, p)
+        assert!(check_host_room(88 * GIB, key, m, p).is_ok());
+        let msg = check_host_room(54 * GIB, key, m, p)
             .unwrap_err()
             .to_string();
         for part in [
@@ -398,9 +444,6 @@ mod tests {
         ] {
             assert!(msg.contains(part), "{part:?} missing: {msg}");
         }
-        assert!(
-            check_host_room(&id, key + m + p, key, m, p).is_ok(),
-            "inclusive"
-        );
+        assert!(check_host_room(key + m + p, key, m, p).is_ok(), "inclusive");
     }
 }

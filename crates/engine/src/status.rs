@@ -90,6 +90,9 @@ pub struct DeviceStatus {
     pub vram_reserved_bytes: u64,
     /// Where proving keys live on this device.
     pub params_residency: String,
+    /// Host-to-device copy rates measured at start, bytes a second (page-locked, pageable).
+    pub h2d_pinned_bytes_per_s: u64,
+    pub h2d_pageable_bytes_per_s: u64,
     pub current_job: Option<JobId>,
     pub current_kind: Option<ProofKind>,
 }
@@ -218,6 +221,8 @@ fn devices(s: &Pipeline, jobs: &[Arc<Job>]) -> Vec<DeviceStatus> {
                 vram_budget_bytes: d.budget_bytes,
                 vram_reserved_bytes: d.reserved_bytes,
                 params_residency: d.residency,
+                h2d_pinned_bytes_per_s: d.h2d_pinned_bytes_per_s,
+                h2d_pageable_bytes_per_s: d.h2d_pageable_bytes_per_s,
                 current_job: current,
                 current_kind: kind,
             }

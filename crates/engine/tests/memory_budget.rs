@@ -13,12 +13,15 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{job, keys, proofs_verify, submit};
 use zkforge_circuits::PartitionedCircuit;
 use zkforge_engine::{Engine, EngineConfig, JobOutcome, ParamsDir};
+use zkforge_groth16::prover::placement::{
+    Choices, Item, KeyPlacement, PlacementInputs, QueryPoints, ResidentTimes, WorkingSet,
+};
 use zkforge_groth16::{
     CpuBackend, LoadedKey, ProverBackend, ProvingKey, QueryLengths, ReadOptions,
 };
@@ -251,38 +254,81 @@ fn a_set_whose_partition_cannot_fit_the_budget_is_refused_before_its_key_is_read
     assert!(took < Duration::from_secs(5), "at once: {took:?}");
 }
 
-/// A backend whose devices are too small for any key (a GPU of a few GiB).
-struct SmallDevice(CpuBackend);
+/// A backend with one device of `vram` bytes, placing keys by the placement model (what it
+/// streams, `pinner` page-locks): proofs run on the CPU.
+struct ModelDevice {
+    cpu: CpuBackend,
+    vram: u64,
+    pinner: Option<Arc<RecordingPinner>>,
+}
 
-impl ProverBackend for SmallDevice {
-    fn name(&self) -> &'static str {
-        "small-device"
+impl ModelDevice {
+    fn new(vram: u64) -> Self {
+        Self {
+            cpu: CpuBackend::new(),
+            vram,
+            pinner: None,
+        }
     }
-    fn check_capacity(
+
+    /// A GPU of a few KiB: too small for any key.
+    fn small() -> Self {
+        Self::new(1 << 10)
+    }
+}
+
+impl ProverBackend for ModelDevice {
+    fn name(&self) -> &'static str {
+        "model-device"
+    }
+    fn host_pinner(&self) -> Option<Arc<dyn zkforge_groth16::HostPinner>> {
+        self.pinner
+            .clone()
+            .map(|p| p as Arc<dyn zkforge_groth16::HostPinner>)
+    }
+    /// The model's plan; the key stays in its file wherever the plan keeps it resident, with
+    /// a MiB of staging beside it.
+    fn place(
         &self,
         lengths: &QueryLengths,
         matrices: Option<&zkforge_groth16::ConstraintMatrices>,
-        _in_file: bool,
-    ) -> zkforge_groth16::Result<()> {
-        use zkforge_groth16::prover::fit::{key_site, DeviceNeeds, KeyPolicy};
-        let needs = DeviceNeeds {
-            bases: lengths.decoded_bytes() as u64,
-            matrices: matrices
-                .expect("checked once the matrices are read")
-                .heap_bytes() as u64,
-            partition: 1 << 20,
+    ) -> zkforge_groth16::Result<KeyPlacement> {
+        let queries = QueryPoints::aux_side(lengths, 0, 0);
+        let inputs = PlacementInputs {
+            vram_budget: self.vram,
+            witness_bytes_per_s: 1e10,
+            stream_bytes_per_s: 1e10,
+            queries,
+            matrices_bytes: matrices.map_or(0, |m| m.heap_bytes() as u64),
+            witness_bytes: 0,
+            working_sets: vec![WorkingSet {
+                name: "a partition",
+                peak_bytes: 1 << 20,
+                extra_h2d_bytes: 0,
+                streams_items: true,
+            }],
+            kernels: ResidentTimes::scaled(&queries, lengths.h as u64 + 1),
+            stream_chunk_bytes: 0,
+            stream_buffer_bytes: 0,
+            partitions_per_proof: 1,
+            choices: Choices::any(),
         };
-        let policy = KeyPolicy {
-            resident: true,
-            streamed: true,
-            headroom_partitions: 2,
-        };
-        key_site(1 << 10, &needs, &policy)
-            .map(drop)
-            .map_err(|e| zkforge_groth16::Error::Backend {
-                backend: "small-device",
-                message: e.to_string(),
-            })
+        let plan = inputs.plan().map_err(|e| zkforge_groth16::Error::Backend {
+            backend: "model-device",
+            message: e.to_string(),
+        })?;
+        let streams = |i| plan.streamed.contains(&i);
+        Ok(KeyPlacement {
+            key_in_file: plan.keeps_key_resident(),
+            host_overhead_bytes: if plan.keeps_key_resident() {
+                1 << 20
+            } else {
+                0
+            },
+            pin_key: Item::QUERIES.into_iter().any(streams),
+            pin_matrices: streams(Item::Matrices),
+            devices: vec![plan],
+        })
     }
     fn query_sums_on(
         &self,
@@ -291,17 +337,139 @@ impl ProverBackend for SmallDevice {
         w: zkforge_groth16::Witness,
         report: &mut zkforge_groth16::ProveReport,
     ) -> zkforge_groth16::Result<zkforge_groth16::QuerySums> {
-        self.0.query_sums_on(on, key, w, report)
+        self.cpu.query_sums_on(on, key, w, report)
+    }
+}
+
+#[test]
+fn the_backends_placement_decides_the_keys_form_and_status_shows_each_plan() {
+    let (id, pk) = keys(10);
+    let forms = Arc::new(Mutex::new(Vec::new()));
+    let source = FormSource {
+        keys: common::MemorySource([(id.stem.clone(), pk.clone())].into_iter().collect()),
+        forms: forms.clone(),
+    };
+    let backend = Arc::new(ModelDevice::new(1 << 40));
+    let expected = backend.place(&pk.lengths(), None).unwrap();
+    assert!(expected.key_in_file, "a TiB of VRAM keeps the key resident");
+    let e = Engine::start(EngineConfig::default(), backend, Box::new(source)).unwrap();
+    let job = submit(&e, job(10, 1));
+    let done = e.wait(job, Some(Duration::from_secs(60))).unwrap().unwrap();
+    assert!(
+        matches!(done.outcome, JobOutcome::Completed(_)),
+        "{:?}",
+        done.outcome
+    );
+    assert_eq!(
+        *forms.lock().unwrap(),
+        vec![true],
+        "loaded in its file, once"
+    );
+    let status = e.status();
+    let set = &status.loaded_srs[0];
+    // One device, its plan as the model made it once the matrices were read.
+    assert_eq!(set.placement.len(), 1, "{:?}", set.placement);
+    assert!(
+        set.placement[0].starts_with("resident h, l, a, b_g1, b_g2, matrices; streamed nothing"),
+        "{:?}",
+        set.placement
+    );
+    // The source handed over the decoded key all the same: its bytes and the staging count,
+    // beside the matrices.
+    assert!(
+        set.bytes > pk.heap_bytes() as u64 + (1 << 20),
+        "{}",
+        set.bytes
+    );
+}
+
+/// A source that records the form each load was asked for.
+struct FormSource {
+    keys: common::MemorySource,
+    forms: Arc<Mutex<Vec<bool>>>,
+}
+
+impl zkforge_engine::ParamsSource for FormSource {
+    fn lengths(&self, id: &zkforge_circuits::ParamsId) -> anyhow::Result<QueryLengths> {
+        self.keys.lengths(id)
+    }
+    fn load(&self, id: &zkforge_circuits::ParamsId, in_file: bool) -> anyhow::Result<LoadedKey> {
+        self.forms.lock().unwrap().push(in_file);
+        self.keys.load(id, in_file)
     }
 }
 
 #[test]
 fn a_set_the_devices_cannot_hold_is_refused_before_its_key_is_read() {
-    let (msg, took, loads) = refused(1 << 30, Arc::new(SmallDevice(CpuBackend::new())));
+    let (msg, took, loads) = refused(1 << 30, Arc::new(ModelDevice::small()));
     assert!(
-        msg.contains("small-device") && msg.contains("budget is 0.00 GiB"),
+        msg.contains("model-device") && msg.contains("budget is 0.00 GiB"),
         "{msg}"
     );
     assert_eq!(loads, 0, "refused before the key was read");
     assert!(took < Duration::from_secs(5), "at once: {took:?}");
+}
+
+/// Records what is page-locked: (address, bytes) while pinned.
+#[derive(Default)]
+struct RecordingPinner {
+    pinned: Mutex<Vec<(usize, usize)>>,
+    unpins: AtomicUsize,
+}
+
+impl zkforge_groth16::HostPinner for RecordingPinner {
+    fn pin(&self, addr: usize, bytes: usize) -> bool {
+        self.pinned.lock().unwrap().push((addr, bytes));
+        true
+    }
+    fn unpin(&self, addr: usize) {
+        self.unpins.fetch_add(1, Ordering::SeqCst);
+        self.pinned.lock().unwrap().retain(|&(a, _)| a != addr);
+    }
+}
+
+#[test]
+fn a_streamed_set_is_page_locked_while_loaded_and_unlocked_before_it_is_freed() {
+    let (id, pk) = keys(10);
+    let pinner = Arc::new(RecordingPinner::default());
+    // Room for a partition only: the key and the matrices stream.
+    let backend = Arc::new(ModelDevice {
+        pinner: Some(pinner.clone()),
+        ..ModelDevice::new(1 << 20)
+    });
+    let source = common::MemorySource([(id.stem.clone(), pk.clone())].into_iter().collect());
+    let e = Engine::start(EngineConfig::default(), backend, Box::new(source)).unwrap();
+    let done = e
+        .wait(submit(&e, job(10, 1)), Some(Duration::from_secs(60)))
+        .unwrap()
+        .unwrap();
+    assert!(
+        matches!(done.outcome, JobOutcome::Completed(_)),
+        "{:?}",
+        done.outcome
+    );
+    // The key's five queries by their sizes, and the recorded matrices' seven vectors (row
+    // starts and entries of A, B, C, and the coefficients).
+    let mut sizes: Vec<usize> = pinner.pinned.lock().unwrap().iter().map(|p| p.1).collect();
+    sizes.sort_unstable();
+    let mut key_sizes: Vec<usize> = [
+        std::mem::size_of_val(&pk.h[..]),
+        std::mem::size_of_val(&pk.l[..]),
+        std::mem::size_of_val(&pk.a[..]),
+        std::mem::size_of_val(&pk.b_g1[..]),
+        std::mem::size_of_val(&pk.b_g2[..]),
+    ]
+    .into_iter()
+    .filter(|&b| b > 0)
+    .collect();
+    key_sizes.sort_unstable();
+    assert_eq!(sizes.len(), key_sizes.len() + 7, "{sizes:?}");
+    assert!(
+        key_sizes.iter().all(|k| sizes.contains(k)),
+        "{key_sizes:?} in {sizes:?}"
+    );
+    // Evicted: every region unpinned (before its memory was freed: the guard goes first).
+    assert!(e.evict(&id).is_some());
+    assert!(pinner.pinned.lock().unwrap().is_empty());
+    assert_eq!(pinner.unpins.load(Ordering::SeqCst), sizes.len());
 }

@@ -147,8 +147,16 @@ impl ProverBackend for FaultyBackend {
         self.inner.evaluates_constraints()
     }
 
-    fn prefers_key_file(&self, lengths: &QueryLengths) -> bool {
-        self.inner.prefers_key_file(lengths)
+    fn host_pinner(&self) -> Option<std::sync::Arc<dyn crate::HostPinner>> {
+        self.inner.host_pinner()
+    }
+
+    fn place(
+        &self,
+        lengths: &QueryLengths,
+        matrices: Option<&crate::ConstraintMatrices>,
+    ) -> Result<crate::prover::placement::KeyPlacement> {
+        self.inner.place(lengths, matrices)
     }
 
     fn key_on_device(&self, key: KeyRef<'_>) -> bool {

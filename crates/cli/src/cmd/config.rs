@@ -150,6 +150,7 @@ impl GpuSection {
                 ..MsmOptions::default()
             },
             stream_chunk: self.stream_chunk,
+            resident_items: None,
         })
     }
 

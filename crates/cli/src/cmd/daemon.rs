@@ -9,7 +9,7 @@ use clap::Args;
 use clap::ValueEnum;
 use zkforge_engine::{Engine, ParamsDir, ParamsSource};
 use zkforge_filecoin::shape::format_sector_size;
-use zkforge_filecoin::{params, ParamsId};
+use zkforge_filecoin::{params, ParamsId, ProofKind};
 use zkforge_server::{serve_http, serve_with, Listen, ServeOptions};
 
 use super::backend::{self, BackendArg};
@@ -91,6 +91,43 @@ fn spawn_preload(
     Ok(())
 }
 
+/// Sector sizes whose parameter sets the start-up log looks for.
+const SECTOR_SIZES: [u64; 5] = [2 << 10, 8 << 20, 512 << 20, 32 << 30, 64 << 30];
+
+/// Logs, for every parameter set in `dir`, where the backend will put it (each device's
+/// plan from the key's lengths; the first load decides again with the matrices and logs
+/// that), and warns of a set no device here can prove: a provider sees at start what the
+/// card will do, not at the first job.
+fn log_placements(engine: &Engine, dir: &Path) {
+    let kinds = [
+        ProofKind::PoRep,
+        ProofKind::SnapDeals,
+        ProofKind::WindowPost,
+        ProofKind::WinningPost,
+    ];
+    for kind in kinds {
+        for size in SECTOR_SIZES {
+            let Ok(id) = zkforge_filecoin::registry::params_id(kind, size) else {
+                continue;
+            };
+            if !id.params_path(dir).exists() {
+                continue;
+            }
+            match engine.placement(&id) {
+                Ok(p) => {
+                    for (device, plan) in p.devices.iter().enumerate() {
+                        tracing::info!(circuit = %id.circuit_id(), device, "placement at start: {plan}");
+                    }
+                }
+                Err(e) => tracing::warn!(
+                    circuit = %id.circuit_id(),
+                    "cannot be proved on this machine: {e:#}"
+                ),
+            }
+        }
+    }
+}
+
 /// How long a stopping daemon waits for its workers, and for its async tasks, once serving
 /// has ended.
 const ENGINE_STOP_GRACE: Duration = Duration::from_secs(2);
@@ -148,11 +185,12 @@ pub fn run(args: DaemonArgs) -> Result<()> {
     let source: Box<dyn ParamsSource> = match &guard {
         Some(g) => Box::new(GuardedParams {
             guard: g.clone(),
-            inner: ParamsDir(dir),
+            inner: ParamsDir(dir.clone()),
         }),
-        None => Box::new(ParamsDir(dir)),
+        None => Box::new(ParamsDir(dir.clone())),
     };
     let engine = Arc::new(Engine::start(config.engine, backend, source)?);
+    log_placements(&engine, &dir);
     spawn_preload(engine.clone(), preload, guard)?;
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     let served = runtime.block_on(async {

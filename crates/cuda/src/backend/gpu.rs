@@ -6,16 +6,17 @@ use std::time::Duration;
 
 use blstrs::{G1Affine, G2Affine};
 
-use zkforge_groth16::prover::fit::KeyPolicy;
+use zkforge_groth16::prover::placement::{Item, NoPlacement, Placement};
 use zkforge_groth16::r1cs::ConstraintMatrices;
 use zkforge_groth16::srs::Query;
 use zkforge_groth16::{KeyRef, PriorityLock, ProvingKey, QueryLengths};
 
 use crate::device::lock;
 use crate::host::g1_affine_as_u64;
-use crate::options::{CudaOptions, Residency};
+use crate::options::CudaOptions;
+use crate::placement::{self, GpuFacts, KeyShape, Order, OrderBytes};
 use crate::resident::{Acquired, Held, ResidentSet, Wait};
-use crate::spmv::{matrices_bytes, DeviceMatrices};
+use crate::spmv::{matrices_bytes, DeviceMatrices, StreamedMatrices};
 use crate::vram::{gib, VramBudget};
 use crate::{CudaDevice, CudaError, DeviceBasesG1, DeviceBasesG2};
 
@@ -80,24 +81,66 @@ impl InputBases {
     }
 }
 
-/// The aux-side bases of one key on the device (the input-side prefixes stay on the CPU).
-pub(crate) struct DeviceQueries {
-    pub h: DeviceBasesG1,
-    pub l: DeviceBasesG1,
-    pub a_aux: DeviceBasesG1,
-    pub b_g1_aux: DeviceBasesG1,
-    pub b_g2_aux: DeviceBasesG2,
+/// The aux-side bases of one key on the device (the input-side prefixes stay on the CPU):
+/// those its plan keeps resident; the others stream from host memory at every MSM.
+#[derive(Default)]
+pub(crate) struct ResidentQueries {
+    pub h: Option<DeviceBasesG1>,
+    pub l: Option<DeviceBasesG1>,
+    pub a_aux: Option<DeviceBasesG1>,
+    pub b_g1_aux: Option<DeviceBasesG1>,
+    pub b_g2_aux: Option<DeviceBasesG2>,
 }
 
-/// What a partition proves against on one GPU: a key's aux-side bases (or none, when they
-/// stay in host memory and are streamed at every MSM) and, for a recorded circuit, its
-/// constraint matrices. Kept together because a partition needs both: acquiring them as one
-/// item means no partition ever holds one while waiting for room for the other.
+/// All five queries, for the resident order.
+pub(crate) struct AllQueries<'a> {
+    pub h: &'a DeviceBasesG1,
+    pub l: &'a DeviceBasesG1,
+    pub a_aux: &'a DeviceBasesG1,
+    pub b_g1_aux: &'a DeviceBasesG1,
+    pub b_g2_aux: &'a DeviceBasesG2,
+}
+
+impl ResidentQueries {
+    pub fn any(&self) -> bool {
+        self.h.is_some()
+            || self.l.is_some()
+            || self.a_aux.is_some()
+            || self.b_g1_aux.is_some()
+            || self.b_g2_aux.is_some()
+    }
+
+    pub fn all(&self) -> Option<AllQueries<'_>> {
+        Some(AllQueries {
+            h: self.h.as_ref()?,
+            l: self.l.as_ref()?,
+            a_aux: self.a_aux.as_ref()?,
+            b_g1_aux: self.b_g1_aux.as_ref()?,
+            b_g2_aux: self.b_g2_aux.as_ref()?,
+        })
+    }
+}
+
+/// The circuit's recorded matrices as a partition's products read them.
+pub(crate) enum DeviceMatricesOf {
+    /// No recording: a, b, c come with the witness.
+    None,
+    Resident(Box<DeviceMatrices>),
+    /// Copied block by block from the engine's (page-locked) host matrices.
+    Streamed(StreamedMatrices),
+}
+
+/// What a partition proves against on one GPU: the key's bases its plan keeps resident, the
+/// circuit's constraint matrices (resident or streamed), and how its partitions run. Kept
+/// together because a partition needs all of it: acquiring them as one item means no
+/// partition ever holds one while waiting for room for the other.
 pub(crate) struct OnDevice {
     pub inputs: InputBases,
-    /// None: streamed from the key in host memory.
-    pub queries: Option<DeviceQueries>,
-    pub matrices: Option<DeviceMatrices>,
+    pub queries: ResidentQueries,
+    pub matrices: DeviceMatricesOf,
+    /// The order partitions run in against this item, and the device bytes each reserves.
+    pub order: Order,
+    pub partition_bytes: u64,
     /// Keeps the recorded matrices' address, part of the item's id, from being reused: a weak
     /// reference holds the allocation of the `Arc`, not the 6.84 GiB of host matrices, which
     /// go when the engine's parameter set lets go of them (its memory budget stops counting
@@ -105,13 +148,14 @@ pub(crate) struct OnDevice {
     _of: Option<Weak<ConstraintMatrices>>,
 }
 
-/// Which key (cut at which inputs) and which matrices an item holds, and whether the key is
-/// resident or streamed.
+/// Which key (cut at which inputs) and which matrices an item holds, which of them resident
+/// (the plan's, `Item::ALL`'s bits), and in which order its partitions run.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct ItemId {
     key: KeyId,
     matrices: Option<usize>,
-    streamed: bool,
+    resident: u8,
+    order: Order,
 }
 
 /// An item on the device, held by the partition using it.
@@ -140,13 +184,6 @@ impl<'a> AuxQueries<'a> {
     }
 }
 
-/// Device bytes of the aux-side bases of a key of these lengths (n_in = b_in = 0: all of them).
-pub(crate) fn aux_bases_bytes(l: &QueryLengths, n_in: usize, b_in: usize) -> u64 {
-    let g1 = l.h + l.l + l.a.saturating_sub(n_in) + l.b_g1.saturating_sub(b_in);
-    (g1 * std::mem::size_of::<G1Affine>()
-        + l.b_g2.saturating_sub(b_in) * std::mem::size_of::<G2Affine>()) as u64
-}
-
 pub(crate) struct Gpu {
     pub ordinal: usize,
     pub main: CudaDevice,
@@ -158,7 +195,8 @@ pub(crate) struct Gpu {
     pub vram: Arc<VramBudget>,
     /// Keys and matrices in VRAM (resident.rs: LRU, urgent keys first).
     items: Arc<ResidentSet<ItemId, OnDevice>>,
-    residency: Residency,
+    /// What this card's placement plans are made from.
+    pub facts: GpuFacts,
 }
 
 /// A worker's handle, returned to the GPU's idle list on drop.
@@ -188,16 +226,25 @@ pub(crate) const KEY_ROOM_WAIT: Duration = Duration::from_secs(30 * 60);
 
 impl Gpu {
     pub fn open(ordinal: usize, options: &CudaOptions) -> Result<Self, CudaError> {
-        let residency = options.residency;
         let main = CudaDevice::open(ordinal)?.tuned(options);
         let free = main.vram_free()? as u64;
         let budget = free.saturating_sub(options.vram_margin);
+        let rates = main.copy_rates()?;
+        let facts = GpuFacts {
+            budget,
+            rates,
+            residency: options.residency,
+            stream_chunk: options.stream_chunk,
+            forced: options.resident_items.clone(),
+        };
         tracing::info!(
             device = ordinal,
             name = %main.name(),
             free = %gib(free),
             budget = %gib(budget),
-            %residency,
+            h2d_pinned_gb_s = format!("{:.1}", rates.pinned / 1e9),
+            h2d_pageable_gb_s = format!("{:.1}", rates.pageable / 1e9),
+            residency = %options.residency,
             "GPU ready"
         );
         let vram = VramBudget::new(budget);
@@ -208,7 +255,7 @@ impl Gpu {
             kernel_lock: PriorityLock::new(),
             items: ResidentSet::new(vram.clone()),
             vram,
-            residency,
+            facts,
         })
     }
 
@@ -224,109 +271,91 @@ impl Gpu {
         })
     }
 
-    /// Room kept free beside a key for its partitions: two in `auto` (so that two workers
-    /// overlap), otherwise one (a key that leaves no room for a partition is of no use).
-    fn headroom(&self, partition_bytes: u64) -> u64 {
-        self.key_policy(false).headroom_partitions * partition_bytes
-    }
-
-    /// Where `on_device` may put a key (left in its file when `in_file`), for the capacity
-    /// check made before a key is read.
-    pub fn key_policy(&self, in_file: bool) -> KeyPolicy {
-        KeyPolicy {
-            resident: self.residency != Residency::Host,
-            streamed: !in_file && self.residency != Residency::Vram,
-            headroom_partitions: match self.residency {
-                Residency::Auto => 2,
-                _ => 1,
+    /// A key of these `lengths`, cut at `inputs`, with its circuit's `matrices`, as this
+    /// GPU's plans see it.
+    pub fn key_shape(
+        &self,
+        lengths: &QueryLengths,
+        inputs: (usize, usize),
+        matrices: Option<&ConstraintMatrices>,
+    ) -> KeyShape {
+        let chunk = self.facts.stream_chunk_bytes();
+        KeyShape {
+            lengths: *lengths,
+            inputs,
+            matrices_bytes: matrices.map(matrices_bytes),
+            partition_bytes: OrderBytes {
+                resident: super::partition::footprint(lengths, &self.main.msm),
+                phased: super::phased::footprint(
+                    lengths,
+                    &self.main.msm,
+                    chunk,
+                    super::phased::block_bytes(chunk),
+                ),
             },
         }
     }
 
+    /// Where a key of this shape goes here (placement.rs).
+    pub fn plan(&self, key: &KeyShape) -> Result<Placement, NoPlacement> {
+        placement::plan(&self.facts, key)
+    }
+
     /// The key's bases and the circuit's `matrices` on this device for a partition of
-    /// `priority`, uploaded first if they are not there. `partition_bytes` is one partition's
-    /// working memory. A key that fits the budget with its headroom is resident, waiting (up
-    /// to `wait`) for room: idle items are evicted, and less urgent ones in use drain for it
-    /// (resident.rs). One that never fits is streamed from host memory in `auto` and `host`
-    /// (a key left in its file cannot be). None: no free room now, with `Wait::No`.
-    #[allow(clippy::too_many_arguments)]
+    /// `priority`, uploaded first if they are not there, as this GPU's plan for the key
+    /// places them: the items it keeps resident, with room for the plan's partitions in
+    /// flight beside them (the rest streamed from host memory). It waits up to `wait` for
+    /// room: idle items are evicted, and less urgent ones in use drain for it (resident.rs).
+    /// The item says how its partitions run and what each reserves. None: no free room now,
+    /// with `Wait::No`.
     pub fn on_device(
         &self,
         key: KeyRef<'_>,
         (n_in, b_in): (usize, usize),
         matrices: Option<&Arc<ConstraintMatrices>>,
-        partition_bytes: u64,
         priority: u8,
         wait: Wait,
     ) -> Result<Option<OnDeviceHeld>, CudaError> {
-        let key_id = KeyId::of(key, n_in, b_in);
-        let key_bytes = aux_bases_bytes(&key.lengths(), n_in, b_in);
-        let matrix_bytes = matrices.map_or(0, |m| matrices_bytes(m));
-        let headroom = self.headroom(partition_bytes);
-        let id = |streamed| ItemId {
-            key: key_id,
+        let shape = self.key_shape(&key.lengths(), (n_in, b_in), matrices.map(|m| &**m));
+        let plan = self.plan(&shape).map_err(|e| {
+            CudaError::Invalid(format!("GPU {} cannot prove this key: {e}", self.ordinal))
+        })?;
+        if let (false, KeyRef::File(f)) = (plan.keeps_key_resident(), key) {
+            return Err(CudaError::Invalid(format!(
+                "the key {} was left in its file for VRAM, but GPU {}'s plan streams part of \
+                 it ({plan})",
+                f.path().display(),
+                self.ordinal
+            )));
+        }
+        let model = placement::inputs(&self.facts, &shape);
+        let resident_bytes: u64 = plan.resident.iter().map(|&i| model.bytes(i)).sum();
+        let order = Order::of(&plan);
+        let partition_bytes = shape.partition_bytes.of(order);
+        let headroom = plan.partitions_in_flight as u64 * partition_bytes;
+        let id = ItemId {
+            key: KeyId::of(key, n_in, b_in),
             matrices: matrices.map(|m| Arc::as_ptr(m) as usize),
-            streamed,
+            resident: Item::ALL
+                .iter()
+                .enumerate()
+                .filter(|(_, i)| plan.resident.contains(i))
+                .fold(0, |bits, (k, _)| bits | 1 << k),
+            order,
         };
-        if self.residency != Residency::Host {
-            let got = self.items.acquire(
-                id(false),
-                key_bytes + matrix_bytes,
-                headroom,
-                priority,
-                wait,
-                || self.load(key, (n_in, b_in), matrices, true),
-            )?;
-            match got {
-                Acquired::Held(h) => return Ok(Some(h)),
-                Acquired::Busy { holders } => return self.busy(wait, &holders),
-                Acquired::NeverFits => {}
-            }
-        }
-        let too_large = |headroom| {
-            format!(
-                "{} of bases and {} of matrices (with {} for partitions) do not fit GPU {}'s \
-                 budget of {}",
-                gib(key_bytes),
-                gib(matrix_bytes),
-                gib(headroom),
-                self.ordinal,
-                gib(self.vram.total())
-            )
-        };
-        match key {
-            KeyRef::File(f) => {
-                return Err(CudaError::Invalid(format!(
-                    "the key {} was left in its file for VRAM, but its {}; set \
-                     params_residency = \"host\" to stream it from host memory",
-                    f.path().display(),
-                    too_large(headroom)
-                )))
-            }
-            KeyRef::Memory(_) if self.residency == Residency::Vram => {
-                return Err(CudaError::Invalid(format!(
-                    "params_residency = \"vram\" but the key's {}",
-                    too_large(headroom)
-                )))
-            }
-            KeyRef::Memory(_) => {}
-        }
-        // Streamed, the key's chunks share the partitions' room: one partition beside the
-        // matrices is enough to make progress (a second one waits for it).
-        let got = self.items.acquire(
-            id(true),
-            matrix_bytes,
-            partition_bytes,
-            priority,
-            wait,
-            || self.load(key, (n_in, b_in), matrices, false),
-        )?;
+        let got = self
+            .items
+            .acquire(id, resident_bytes, headroom, priority, wait, || {
+                self.load(key, (n_in, b_in), matrices, &plan, partition_bytes)
+            })?;
         match got {
             Acquired::Held(h) => Ok(Some(h)),
             Acquired::Busy { holders } => self.busy(wait, &holders),
+            // The plan fits the budget by the same sums: only a plan made wrong gets here.
             Acquired::NeverFits => Err(CudaError::Invalid(format!(
-                "even with the key streamed from host memory, its {}",
-                too_large(partition_bytes)
+                "GPU {}'s plan ({plan}) does not fit its budget of {}",
+                self.ordinal,
+                gib(self.vram.total())
             ))),
         }
     }
@@ -342,61 +371,63 @@ impl Gpu {
         }
     }
 
-    /// Uploads what an item holds: the bases when `resident`, and the matrices.
+    /// Uploads what an item holds: the key's queries the plan keeps resident, and the
+    /// matrices (all of them, or what their streaming needs).
     fn load(
         &self,
         key: KeyRef<'_>,
         (n_in, b_in): (usize, usize),
         matrices: Option<&Arc<ConstraintMatrices>>,
-        resident: bool,
+        plan: &Placement,
+        partition_bytes: u64,
     ) -> Result<OnDevice, CudaError> {
         let t = std::time::Instant::now();
-        let queries = match (resident, key) {
-            (false, _) => None,
-            (true, KeyRef::Memory(pk)) => Some(self.upload(&AuxQueries::of(pk, n_in, b_in))?),
-            (true, KeyRef::File(f)) => Some(super::key_upload::upload_from_file(
-                &self.main, f, n_in, b_in,
-            )?),
+        let d = &self.main;
+        let keeps = |i| plan.resident.contains(&i);
+        let queries = match key {
+            KeyRef::File(f) if plan.keeps_key_resident() => {
+                super::key_upload::upload_from_file(d, f, n_in, b_in)?
+            }
+            KeyRef::File(_) => ResidentQueries::default(),
+            KeyRef::Memory(pk) => {
+                let host = AuxQueries::of(pk, n_in, b_in);
+                let g1 = |i, bases| keeps(i).then(|| d.upload_g1(bases)).transpose();
+                ResidentQueries {
+                    h: g1(Item::H, host.h)?,
+                    l: g1(Item::L, host.l)?,
+                    a_aux: g1(Item::A, host.a_aux)?,
+                    b_g1_aux: g1(Item::BG1, host.b_g1_aux)?,
+                    b_g2_aux: keeps(Item::BG2)
+                        .then(|| d.upload_g2(host.b_g2_aux))
+                        .transpose()?,
+                }
+            }
         };
-        let device_matrices = matrices.map(|m| self.main.upload_matrices(m)).transpose()?;
-        self.main.synchronize()?;
+        let device_matrices = match matrices {
+            None => DeviceMatricesOf::None,
+            Some(m) if keeps(Item::Matrices) => {
+                DeviceMatricesOf::Resident(Box::new(d.upload_matrices(m)?))
+            }
+            Some(m) => {
+                let block = super::phased::block_bytes(self.facts.stream_chunk_bytes());
+                DeviceMatricesOf::Streamed(d.stream_matrices(m, block as usize)?)
+            }
+        };
+        d.synchronize()?;
         tracing::info!(
             device = self.ordinal,
-            bases = %gib(aux_bases_bytes(&key.lengths(), n_in, b_in)),
+            bases = %gib(self.key_shape(&key.lengths(), (n_in, b_in), None).bases_bytes()),
             matrices = %gib(matrices.map_or(0, |m| matrices_bytes(m))),
             ms = t.elapsed().as_millis() as u64,
-            "{}",
-            if resident {
-                "proving key and matrices resident in VRAM"
-            } else {
-                "matrices resident in VRAM, proving key streamed from host memory"
-            }
+            "on the device: {plan}"
         );
         Ok(OnDevice {
             inputs: InputBases::of(key, n_in, b_in)?,
             queries,
             matrices: device_matrices,
+            order: Order::of(plan),
+            partition_bytes,
             _of: matrices.map(Arc::downgrade),
-        })
-    }
-
-    /// Whether a key whose aux-side bases take `bytes` stays resident here: it fits the budget
-    /// with room for its partitions of `partition_bytes` (other keys make way for it).
-    pub fn would_keep_resident(&self, bytes: u64, partition_bytes: u64) -> bool {
-        self.residency != Residency::Host
-            && bytes + self.headroom(partition_bytes) <= self.vram.total()
-    }
-
-    /// The aux-side bases of a key in host memory, queued on the main stream (`load`
-    /// synchronizes once for them and the matrices).
-    fn upload(&self, host: &AuxQueries) -> Result<DeviceQueries, CudaError> {
-        let d = &self.main;
-        Ok(DeviceQueries {
-            h: d.upload_g1(host.h)?,
-            l: d.upload_g1(host.l)?,
-            a_aux: d.upload_g1(host.a_aux)?,
-            b_g1_aux: d.upload_g1(host.b_g1_aux)?,
-            b_g2_aux: d.upload_g2(host.b_g2_aux)?,
         })
     }
 
@@ -404,14 +435,14 @@ impl Gpu {
     pub fn holds_key(&self, key: KeyRef<'_>) -> bool {
         let origin = KeyId::of(key, 0, 0).origin;
         self.items
-            .any(|id, item| id.key.origin == origin && item.queries.is_some())
+            .any(|id, item| id.key.origin == origin && item.queries.any())
     }
 
     /// "vram: 1 key (6.10 GiB)", "streamed: 1 key", or "no key".
     pub fn residency_summary(&self) -> String {
         let (mut vram, mut vram_bytes, mut streamed) = (0, 0, 0);
         self.items.each(|_, item, bytes| {
-            if item.queries.is_some() {
+            if item.queries.all().is_some() {
                 vram += 1;
                 vram_bytes += bytes;
             } else {
@@ -426,7 +457,7 @@ impl Gpu {
             parts.push(format!("streamed: {streamed} key(s)"));
         }
         if parts.is_empty() {
-            format!("no key ({})", self.residency)
+            format!("no key ({})", self.facts.residency)
         } else {
             parts.join(", ")
         }

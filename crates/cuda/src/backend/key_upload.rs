@@ -7,10 +7,11 @@
 use std::time::{Duration, Instant};
 
 use cudarc::driver::{result, CudaSlice, DevicePtrMut, PushKernelArg};
+use zkforge_groth16::prover::placement::QueryPoints;
 use zkforge_groth16::srs::Query;
 use zkforge_groth16::ParamsFile;
 
-use super::gpu::{aux_bases_bytes, DeviceQueries};
+use super::gpu::ResidentQueries;
 use crate::device::{grid, CudaDevice, DeviceBasesG1, DeviceBasesG2};
 use crate::pinned::PinnedBuffer;
 use crate::CudaError;
@@ -141,7 +142,7 @@ pub(crate) fn upload_from_file(
     file: &ParamsFile,
     n_in: usize,
     b_in: usize,
-) -> Result<DeviceQueries, CudaError> {
+) -> Result<ResidentQueries, CudaError> {
     let mut st = d.staging()?;
     let mut g1 = |q: Query, first: usize| -> Result<DeviceBasesG1, CudaError> {
         let len = file.section(q).len.saturating_sub(first);
@@ -175,7 +176,7 @@ pub(crate) fn upload_from_file(
         .iter()
         .map(|&(name, q, first)| format!("{name} {:.2}", bytes_of(q, first) as f64 / 1e9))
         .collect();
-    let gb = aux_bases_bytes(&file.lengths(), n_in, b_in) as f64 / 1e9;
+    let gb = QueryPoints::aux_side(&file.lengths(), n_in, b_in).bytes() as f64 / 1e9;
     let read_s = st.reading.as_secs_f64();
     tracing::info!(
         file = %file.path().display(),
@@ -186,11 +187,11 @@ pub(crate) fn upload_from_file(
         device_wait_s = format!("{:.2}", st.waiting.as_secs_f64()),
         "proving key read from its file and decoded on the device"
     );
-    Ok(DeviceQueries {
-        h,
-        l,
-        a_aux,
-        b_g1_aux,
-        b_g2_aux: DeviceBasesG2 { buf, len },
+    Ok(ResidentQueries {
+        h: Some(h),
+        l: Some(l),
+        a_aux: Some(a_aux),
+        b_g1_aux: Some(b_g1_aux),
+        b_g2_aux: Some(DeviceBasesG2 { buf, len }),
     })
 }

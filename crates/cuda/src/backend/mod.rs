@@ -1,16 +1,19 @@
 //! The CUDA prover backend: several workers per GPU that overlap their uploads with each
-//! other's kernels, a VRAM budget per GPU, proving keys resident in VRAM (or streamed), and
-//! witness buffers page-locked once and reused.
+//! other's kernels, a VRAM budget per GPU, a placement plan per GPU and key (which of the
+//! key's queries and the matrices stay in VRAM, which stream from page-locked host memory, how
+//! many partitions are in flight, in which order they run), and witness buffers page-locked
+//! once and reused.
 
+mod chunks;
 mod gpu;
 mod key_upload;
 mod partition;
+mod phased;
 mod pinner;
-mod streamed;
 
 use std::sync::Arc;
 
-use zkforge_groth16::prover::fit::{key_site, DeviceNeeds};
+use zkforge_groth16::prover::placement::KeyPlacement;
 use zkforge_groth16::{
     ConstraintMatrices, DeviceInfo, Dispatch, Error, KeyRef, ProveReport, ProverBackend,
     QueryLengths, QuerySums, ScalarPool, Witness,
@@ -32,6 +35,7 @@ pub fn partition_footprint(lengths: &QueryLengths, options: &CudaOptions) -> u64
 pub struct CudaBackend {
     gpus: Vec<Gpu>,
     pool: Arc<ScalarPool>,
+    pinner: Arc<CudaPinner>,
 }
 
 fn backend_err(e: CudaError) -> Error {
@@ -67,8 +71,8 @@ impl CudaBackend {
         let pinner = Arc::new(CudaPinner {
             ctx: gpus[0].main.ctx.clone(),
         });
-        let pool = ScalarPool::new(Some(pinner), options.staging_pool_bytes as usize);
-        Ok(Self { gpus, pool })
+        let pool = ScalarPool::new(Some(pinner.clone()), options.staging_pool_bytes as usize);
+        Ok(Self { gpus, pool, pinner })
     }
 
     /// The first GPU.
@@ -94,6 +98,8 @@ impl ProverBackend for CudaBackend {
                 reserved_bytes: g.vram.used(),
                 reserved_peak_bytes: g.vram.peak(),
                 residency: g.residency_summary(),
+                h2d_pinned_bytes_per_s: g.facts.rates.pinned as u64,
+                h2d_pageable_bytes_per_s: g.facts.rates.pageable as u64,
             })
             .collect()
     }
@@ -104,6 +110,10 @@ impl ProverBackend for CudaBackend {
 
     fn scalar_pool(&self) -> Option<Arc<ScalarPool>> {
         Some(self.pool.clone())
+    }
+
+    fn host_pinner(&self) -> Option<Arc<dyn zkforge_groth16::HostPinner>> {
+        Some(self.pinner.clone())
     }
 
     fn pinned_memory(&self) -> (u64, u64) {
@@ -117,49 +127,34 @@ impl ProverBackend for CudaBackend {
         true
     }
 
-    /// The key stays in its file (and off the host) when its bases would stay resident in
-    /// every GPU's VRAM; otherwise it is decoded, to be streamed from host memory.
-    fn prefers_key_file(&self, lengths: &QueryLengths) -> bool {
-        let bytes = gpu::aux_bases_bytes(lengths, 0, 0);
-        self.gpus.iter().all(|g| {
-            let partition = partition::footprint(lengths, &g.main.msm);
-            g.would_keep_resident(bytes, partition)
-        })
-    }
-
-    /// A key left in its file is uploaded through two page-locked staging buffers per GPU
-    /// (key_upload.rs), GPUs side by side; a streamed key is copied from its decoded points.
-    fn key_host_overhead(&self, _lengths: &QueryLengths, in_file: bool) -> u64 {
-        if in_file {
-            key_upload::STAGING_HOST_BYTES * self.gpus.len() as u64
-        } else {
-            0
-        }
-    }
-
-    /// Every GPU must be able to prove the key's partitions, by the rules `Gpu::on_device`
-    /// places keys with (a partition may be dispatched to any of them).
-    fn check_capacity(
+    /// Each GPU's plan for the key (a partition may be dispatched to any of them). The key
+    /// stays in its file (and off the host) when every plan keeps it resident: it is then
+    /// uploaded through two page-locked staging buffers per GPU (key_upload.rs), GPUs side by
+    /// side; otherwise it is decoded, to be streamed from host memory.
+    fn place(
         &self,
         lengths: &QueryLengths,
         matrices: Option<&ConstraintMatrices>,
-        in_file: bool,
-    ) -> zkforge_groth16::Result<()> {
-        let (n_in, b_in) = matrices.map_or((0, 0), |m| (m.num_inputs, m.b_input_density.count()));
-        for g in &self.gpus {
-            let needs = DeviceNeeds {
-                bases: gpu::aux_bases_bytes(lengths, n_in, b_in),
-                matrices: matrices.map_or(0, crate::spmv::matrices_bytes),
-                partition: partition::footprint(lengths, &g.main.msm),
-            };
-            key_site(g.vram.total(), &needs, &g.key_policy(in_file)).map_err(|e| {
-                backend_err(CudaError::Invalid(format!(
-                    "GPU {} cannot prove this key: {e} (VRAM free at start less gpu.vram_margin)",
-                    g.ordinal
-                )))
-            })?;
-        }
-        Ok(())
+    ) -> zkforge_groth16::Result<KeyPlacement> {
+        let inputs = matrices.map_or((0, 0), |m| (m.num_inputs, m.b_input_density.count()));
+        let devices = self
+            .gpus
+            .iter()
+            .map(|g| {
+                g.plan(&g.key_shape(lengths, inputs, matrices))
+                    .map_err(|e| {
+                        backend_err(CudaError::Invalid(format!(
+                            "GPU {} cannot prove this key: {e} (VRAM free at start less \
+                         gpu.vram_margin)",
+                            g.ordinal
+                        )))
+                    })
+            })
+            .collect::<zkforge_groth16::Result<Vec<_>>>()?;
+        Ok(crate::placement::key_placement(
+            devices,
+            key_upload::STAGING_HOST_BYTES,
+        ))
     }
 
     fn key_on_device(&self, key: KeyRef<'_>) -> bool {
@@ -184,10 +179,9 @@ impl ProverBackend for CudaBackend {
                 .iter()
                 .map(|g| {
                     scope.spawn(move || -> Result<(), CudaError> {
-                        let partition = partition::footprint(&key.lengths(), &g.main.msm);
                         // Free room only, at the lowest priority: staging evicts nothing and
                         // never waits for, or drains, keys in use.
-                        let staged = g.on_device(key, inputs, Some(m), partition, 0, Wait::No)?;
+                        let staged = g.on_device(key, inputs, Some(m), 0, Wait::No)?;
                         if staged.is_none() {
                             tracing::info!(
                                 device = g.ordinal,

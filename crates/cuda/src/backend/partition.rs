@@ -1,6 +1,8 @@
 //! One partition on one GPU, step by step as the paper reads: host preparation and uploads
 //! outside the kernel lock, then inside it the constraint products (when synthesis left them
 //! to the device), the h step, and the five MSMs — each a phase timed with device events.
+//! This is the resident order, every scalar on the device at once and each MSM over its whole
+//! query, for a key and matrices resident; phased.rs is the order of every other placement.
 
 use std::time::{Duration, Instant};
 
@@ -12,10 +14,11 @@ use zkforge_groth16::{
     QuerySums, Scalar, Witness,
 };
 
-use super::gpu::{AuxQueries, Gpu, InputBases, OnDevice, KEY_ROOM_WAIT};
-use super::streamed::msm_streamed;
+use super::gpu::{DeviceMatricesOf, Gpu, InputBases, OnDevice, KEY_ROOM_WAIT};
+use super::phased;
 use crate::device::{CudaDevice, DeviceScalars};
-use crate::host::{g1_affine_as_u64, g2_affine_as_u64, MsmOptions};
+use crate::host::MsmOptions;
+use crate::placement::Order;
 use crate::resident::Wait;
 use crate::{msm as gpu_msm, CFrom, CudaError, DeviceMatrices};
 
@@ -48,10 +51,10 @@ struct Uploaded<'a> {
 }
 
 /// Σ over the public inputs of the A and B queries, on the host.
-struct InputSums {
-    a: G1Projective,
-    b_g1: G1Projective,
-    b_g2: G2Projective,
+pub(super) struct InputSums {
+    pub a: G1Projective,
+    pub b_g1: G1Projective,
+    pub b_g2: G2Projective,
 }
 
 fn input_sums(bases: &InputBases, w: &Witness) -> InputSums {
@@ -78,37 +81,55 @@ pub(crate) fn query_sums(
         .map_err(|e| CudaError::Invalid(e.to_string()))?
         .n;
     let (n_in, b_in) = (w.inputs.len(), w.b_input_density.count());
-    let bytes = footprint(&key.lengths(), &gpu.main.msm);
     let matrices = match &w.evaluations {
         Evaluations::Deferred(m) => Some(m),
         Evaluations::Evaluated { .. } => None,
     };
     let wait = Wait::For(KEY_ROOM_WAIT);
-    let on_device =
-        when_room(|| gpu.on_device(key, (n_in, b_in), matrices, bytes, priority, wait))?
-            .ok_or_else(|| CudaError::Invalid("no room on the device for the key".into()))?;
+    let on_device = when_room(|| gpu.on_device(key, (n_in, b_in), matrices, priority, wait))?
+        .ok_or_else(|| CudaError::Invalid("no room on the device for the key".into()))?;
     let inputs = input_sums(&on_device.inputs, &w);
     let dev = gpu.handle()?;
-    let _vram = gpu.vram.reserve(bytes, "a partition")?;
+    let _vram = gpu.vram.reserve(on_device.partition_bytes, "a partition")?;
 
     let start = since(t0);
-    let (up, h2d_ms) =
-        when_room(|| timed(&dev, |d| upload(d, &w, domain, on_device.matrices.as_ref())))?;
-    report.phases.push(Phase {
-        name: "h2d",
-        start_ms: start,
-        duration_ms: h2d_ms,
-    });
-    // The copies are complete: the buffers go back to the pool (off this thread).
-    reaper::drop_later(w);
-
-    let waited = Instant::now();
-    let _kernels = gpu.kernel_lock.lock(priority);
-    report.lock_wait_ms = since(waited);
-    let locked = Instant::now();
-    let sums = kernels(&dev, key, &on_device, up, inputs, domain, t0, report);
-    report.locked_ms = since(locked);
-    sums
+    let h2d = |report: &mut ProveReport, duration_ms| {
+        report.phases.push(Phase {
+            name: "h2d",
+            start_ms: start,
+            duration_ms,
+        })
+    };
+    match on_device.order {
+        Order::Resident => {
+            let matrices = match &on_device.matrices {
+                DeviceMatricesOf::Resident(m) => Some(&**m),
+                _ => None,
+            };
+            let (up, h2d_ms) = when_room(|| timed(&dev, |d| upload(d, &w, domain, matrices)))?;
+            h2d(report, h2d_ms);
+            // The copies are complete: the buffers go back to the pool (off this thread).
+            reaper::drop_later(w);
+            let waited = Instant::now();
+            let _kernels = gpu.kernel_lock.lock(priority);
+            report.lock_wait_ms = since(waited);
+            let locked = Instant::now();
+            let sums = kernels(&dev, &on_device, up, inputs, domain, t0, report);
+            report.locked_ms = since(locked);
+            sums
+        }
+        Order::Phased => {
+            let (up, h2d_ms) = when_room(|| timed(&dev, |d| phased::upload(d, &w, domain)))?;
+            h2d(report, h2d_ms);
+            let waited = Instant::now();
+            let _kernels = gpu.kernel_lock.lock(priority);
+            report.lock_wait_ms = since(waited);
+            let locked = Instant::now();
+            let sums = phased::kernels(&dev, key, &on_device, w, up, inputs, domain, t0, report);
+            report.locked_ms = since(locked);
+            sums
+        }
+    }
 }
 
 /// How long a partition waits for device memory held outside zkforge before its job fails.
@@ -189,7 +210,7 @@ fn upload<'a>(
 }
 
 /// Adds a phase timed on the device around `f`.
-fn phase<R>(
+pub(super) fn phase<R>(
     dev: &CudaDevice,
     name: &'static str,
     t0: Instant,
@@ -206,10 +227,8 @@ fn phase<R>(
     Ok(r)
 }
 
-#[allow(clippy::too_many_arguments)]
 fn kernels(
     dev: &CudaDevice,
-    key: KeyRef<'_>,
     bases: &OnDevice,
     up: Uploaded<'_>,
     inputs: InputSums,
@@ -223,6 +242,9 @@ fn kernels(
         a_aux,
         b_aux,
     } = up;
+    let q = bases.queries.all().ok_or_else(|| {
+        CudaError::Invalid("the resident order needs the whole key on the device".into())
+    })?;
     let [a, b, c] = match evaluations {
         DeviceEvaluations::Uploaded(abc) => abc,
         DeviceEvaluations::Deferred { matrices, inputs } => phase(dev, "spmv", t0, report, |d| {
@@ -231,32 +253,13 @@ fn kernels(
         })?,
     };
     let h = phase(dev, "ntt", t0, report, |d| d.h_from_device(a, b, c))?;
-    phase(dev, "msm", t0, report, |d| match &bases.queries {
-        Some(q) => Ok(QuerySums {
-            h: d.msm_g1_resident(&q.h, &h)?,
-            l: d.msm_g1_resident(&q.l, &aux)?,
-            a: d.msm_g1_resident(&q.a_aux, &a_aux)? + inputs.a,
-            b_g1: d.msm_g1_resident(&q.b_g1_aux, &b_aux)? + inputs.b_g1,
-            b_g2: d.msm_g2_resident(&q.b_g2_aux, &b_aux)? + inputs.b_g2,
-        }),
-        None => {
-            let KeyRef::Memory(pk) = key else {
-                return Err(CudaError::Invalid(
-                    "streamed bases need the key decoded in host memory".into(),
-                ));
-            };
-            let q = AuxQueries::of(pk, bases.inputs.a.len(), bases.inputs.b_g1.len());
-            let g1 = |bases, scalars| {
-                msm_streamed::<gpu_msm::G1>(d, g1_affine_as_u64(bases), 12, scalars)
-            };
-            Ok(QuerySums {
-                h: g1(q.h, &h)?,
-                l: g1(q.l, &aux)?,
-                a: g1(q.a_aux, &a_aux)? + inputs.a,
-                b_g1: g1(q.b_g1_aux, &b_aux)? + inputs.b_g1,
-                b_g2: msm_streamed::<gpu_msm::G2>(d, g2_affine_as_u64(q.b_g2_aux), 24, &b_aux)?
-                    + inputs.b_g2,
-            })
-        }
+    phase(dev, "msm", t0, report, |d| {
+        Ok(QuerySums {
+            h: d.msm_g1_resident(q.h, &h)?,
+            l: d.msm_g1_resident(q.l, &aux)?,
+            a: d.msm_g1_resident(q.a_aux, &a_aux)? + inputs.a,
+            b_g1: d.msm_g1_resident(q.b_g1_aux, &b_aux)? + inputs.b_g1,
+            b_g2: d.msm_g2_resident(q.b_g2_aux, &b_aux)? + inputs.b_g2,
+        })
     })
 }

@@ -350,6 +350,8 @@ impl ProverBackend for KernelLockBackend {
                 reserved_bytes: 0,
                 reserved_peak_bytes: 0,
                 residency: "vram: 1 key(s)".into(),
+                h2d_pinned_bytes_per_s: 50_000_000_000,
+                h2d_pageable_bytes_per_s: 6_000_000_000,
             })
             .collect()
     }

@@ -3,7 +3,6 @@
 
 mod assemble;
 mod cpu;
-pub mod fit;
 pub mod placement;
 mod plan;
 mod priority_lock;
@@ -58,6 +57,10 @@ pub struct DeviceInfo {
     pub reserved_peak_bytes: u64,
     /// Where parameters live on this device, e.g. "vram: 1 key (6.10 GiB)".
     pub residency: String,
+    /// Host-to-device copy rates measured at start, bytes a second: from page-locked and
+    /// from pageable host memory (what placement plans are made with).
+    pub h2d_pinned_bytes_per_s: u64,
+    pub h2d_pageable_bytes_per_s: u64,
 }
 
 /// One timed phase of a proof on a device (e.g. "h2d", "ntt", "msm"), for the TIMELINE.
@@ -120,6 +123,13 @@ pub trait ProverBackend: Send + Sync {
         None
     }
 
+    /// What page-locks host memory for this backend's devices: the engine pins a key's
+    /// decoded points (and the matrices) with it when a placement streams them
+    /// ([`placement::KeyPlacement::pin_key`]). None: nothing is ever pinned.
+    fn host_pinner(&self) -> Option<std::sync::Arc<dyn crate::HostPinner>> {
+        None
+    }
+
     /// Page-locked host bytes held for staging, and the most it keeps idle.
     fn pinned_memory(&self) -> (u64, u64) {
         (0, 0)
@@ -131,35 +141,19 @@ pub trait ProverBackend: Send + Sync {
         false
     }
 
-    /// True when a key of these lengths should stay in its file ([`KeyRef::File`]) because
-    /// the backend uploads it to its devices itself; false to have it decoded into memory.
-    fn prefers_key_file(&self, lengths: &QueryLengths) -> bool {
-        let _ = lengths;
-        false
-    }
-
-    /// Host bytes this backend holds for a key of these lengths beyond its host form (the
-    /// decoded points, or the verifying key of one left in its file): page-locked staging for
-    /// uploads from the file, a pinned copy of streamed bases. The engine reserves them with
-    /// the key. The default: none.
-    fn key_host_overhead(&self, lengths: &QueryLengths, in_file: bool) -> u64 {
-        let _ = (lengths, in_file);
-        0
-    }
-
-    /// Refuses a key of these `lengths` (with its circuit's recorded `matrices`, if any) whose
-    /// partitions could never run on this backend's devices, before the key is read: the error
-    /// names what it needs and what there is ([`fit::key_site`]). `in_file`: the key would stay
-    /// in its file ([`prefers_key_file`](Self::prefers_key_file)). The default (the CPU): any
-    /// key fits; host memory is the engine's budget's to check.
-    fn check_capacity(
+    /// Where a key of these `lengths` goes on this backend's devices (with its circuit's
+    /// recorded `matrices`, once read): the one question the engine asks, before the key is
+    /// read. It says whether the key stays in its file ([`KeyRef::File`]), what host bytes the
+    /// backend holds for it, and each device's plan ([`placement`]); a key whose partitions
+    /// could never run here is refused with what it needs and what there is. The default (the
+    /// CPU): decoded in host memory, no devices; host memory is the engine's budget's to check.
+    fn place(
         &self,
         lengths: &QueryLengths,
         matrices: Option<&crate::ConstraintMatrices>,
-        in_file: bool,
-    ) -> Result<()> {
-        let _ = (lengths, matrices, in_file);
-        Ok(())
+    ) -> Result<placement::KeyPlacement> {
+        let _ = (lengths, matrices);
+        Ok(placement::KeyPlacement::default())
     }
 
     /// True when `key`'s points sit in device memory now (the status's HOT tier); false when

@@ -1,0 +1,249 @@
+//! One partition phase by phase, with the fewest vectors live at once: the order a card too
+//! small for the key (or for the resident order's 30 GiB partition at 32 GiB) runs. What is
+//! live, with D a domain vector, X the aux, X_A and X_B its compactions by density:
+//!
+//! | phase | live |
+//! |---|---|
+//! | products | X, inputs, a, b (and a block of the matrices when they stream) |
+//! | h step | a, b, c = a∘b (X dropped: it crosses again later) — 3D, the peak |
+//! | MSM H | h, and X uploading again beside it on a stream of its own |
+//! | MSM L | X |
+//! | compactions | X, X_A, X_B, then X dropped |
+//! | MSMs A, B_G1, B_G2 | X_A, X_B, then X_B alone |
+//!
+//! Every MSM runs in chunks (chunks.rs), over resident bases in place or over bases streamed
+//! from host memory, so its scratch is a chunk's; two chunk buffers stay beside the scalars
+//! through the MSM phase. At 32 GiB the peak is the h step's 12 GiB against the resident
+//! order's 29.94 GiB (docs/perf.md "Small cards").
+
+use std::time::Instant;
+
+use zkforge_groth16::{
+    reaper, EvaluationSite, Evaluations, PartitionPlan, QueryLengths, QuerySums,
+};
+use zkforge_groth16::{KeyRef, ProveReport, Scalar, Witness};
+
+use super::chunks::{Bases, ChunkedMsms, G1_LIMBS, G2_LIMBS};
+use super::gpu::{AuxQueries, DeviceMatricesOf, OnDevice};
+use super::partition::{phase, InputSums};
+use crate::device::{CudaDevice, DeviceScalars};
+use crate::host::{g1_affine_as_u64, g2_affine_as_u64, MsmOptions};
+use crate::msm as gpu_msm;
+use crate::CudaError;
+
+/// Device bytes one partition of a key of these lengths holds at its peak in this order, its
+/// MSMs cut into chunks of `chunk_bytes` and its streamed matrices into blocks of at most
+/// `block_bytes`.
+pub(crate) fn footprint(
+    lengths: &QueryLengths,
+    msm: &MsmOptions,
+    chunk_bytes: u64,
+    block_bytes: u64,
+) -> u64 {
+    let plan = PartitionPlan::new(lengths, EvaluationSite::Device);
+    let s = std::mem::size_of::<Scalar>() as u64;
+    let (d, x, xa, xb, inputs) = (
+        plan.domain as u64 * s,
+        plan.aux as u64 * s,
+        plan.a_aux as u64 * s,
+        plan.b_aux as u64 * s,
+        plan.inputs as u64 * s,
+    );
+    let words = (chunk_bytes / 8) as usize;
+    let g1 = super::chunks::chunk_points(words, G1_LIMBS);
+    let g2 = super::chunks::chunk_points(words, G2_LIMBS);
+    // A chunk's MSM scratch, its two buffers beside it.
+    let chunked = 2 * chunk_bytes
+        + gpu_msm::scratch_bytes(g1, 24, msm).max(gpu_msm::scratch_bytes(g2, 48, msm));
+    let phases = [
+        x + inputs + 2 * d + block_bytes,
+        3 * d,
+        d + x + chunked,
+        x + xa + xb,
+        xa + xb + chunked,
+    ];
+    phases.into_iter().max().unwrap_or(0) + (64 << 20)
+}
+
+/// The witness's scalars on the device before the kernel lock: the aux and inputs when the
+/// device computes a, b, c; a, b, c themselves when synthesis did.
+pub(crate) enum PhasedUpload {
+    Assignment {
+        aux: DeviceScalars,
+        public: DeviceScalars,
+    },
+    Evaluations([DeviceScalars; 3]),
+}
+
+pub(crate) fn upload(
+    d: &CudaDevice,
+    w: &Witness,
+    domain: usize,
+) -> Result<PhasedUpload, CudaError> {
+    Ok(match &w.evaluations {
+        Evaluations::Evaluated { a, b, c } => PhasedUpload::Evaluations([
+            d.upload_padded(a, domain)?,
+            d.upload_padded(b, domain)?,
+            d.upload_padded(c, domain)?,
+        ]),
+        Evaluations::Deferred(_) => PhasedUpload::Assignment {
+            aux: d.upload_padded(&w.aux, w.aux.len())?,
+            public: d.upload_padded(&w.inputs, w.inputs.len())?,
+        },
+    })
+}
+
+/// The partition's kernels in the phased order, under the kernel lock. `w` is the witness
+/// whose `up` was uploaded: its aux crosses again during the MSM phase, and it goes back to
+/// the pool once that copy is done.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn kernels(
+    dev: &CudaDevice,
+    key: KeyRef<'_>,
+    item: &OnDevice,
+    w: Witness,
+    up: PhasedUpload,
+    inputs: InputSums,
+    domain: usize,
+    t0: Instant,
+    report: &mut ProveReport,
+) -> Result<QuerySums, CudaError> {
+    let [a, b, c] = match up {
+        PhasedUpload::Evaluations(abc) => abc,
+        PhasedUpload::Assignment { aux, public } => {
+            let [a, b] = phase(dev, "spmv", t0, report, |d| {
+                match (&item.matrices, &w.evaluations) {
+                    (DeviceMatricesOf::Resident(m), _) => {
+                        d.resident_products(m, &public, &aux, domain)
+                    }
+                    (DeviceMatricesOf::Streamed(s), Evaluations::Deferred(m)) => {
+                        d.streamed_products(m, s, &public, &aux, domain)
+                    }
+                    _ => Err(CudaError::Invalid(
+                        "deferred evaluations without their matrices on the device".into(),
+                    )),
+                }
+            })?;
+            // The aux makes room for c; it crosses again for the MSMs.
+            drop((aux, public));
+            let c = dev.hadamard(&a, &b)?;
+            [a, b, c]
+        }
+    };
+    let h = phase(dev, "ntt", t0, report, |d| d.h_from_device(a, b, c))?;
+    let sums = phase(dev, "msm", t0, report, |d| msms(d, key, item, &w, h));
+    // The buffers go back to the pool off this thread.
+    reaper::drop_later(w);
+    let sums = sums?;
+    Ok(QuerySums {
+        h: sums.h,
+        l: sums.l,
+        a: sums.a + inputs.a,
+        b_g1: sums.b_g1 + inputs.b_g1,
+        b_g2: sums.b_g2 + inputs.b_g2,
+    })
+}
+
+/// Bytes of one block of streamed matrices: a chunk's, at most 64 MiB, so that the products'
+/// phase (the aux, a, b and a block) stays under the h step's three vectors at 32 GiB.
+pub(crate) fn block_bytes(chunk_bytes: u64) -> u64 {
+    chunk_bytes.min(64 << 20)
+}
+
+/// The five MSMs in chunks, each over its resident bases or streamed from the key in host
+/// memory, the aux uploaded again beside H's.
+fn msms(
+    d: &CudaDevice,
+    key: KeyRef<'_>,
+    item: &OnDevice,
+    w: &Witness,
+    h: DeviceScalars,
+) -> Result<QuerySums, CudaError> {
+    let host = match key {
+        KeyRef::Memory(pk) => Some(AuxQueries::of(
+            pk,
+            item.inputs.a.len(),
+            item.inputs.b_g1.len(),
+        )),
+        KeyRef::File(_) => None,
+    };
+    let q = &item.queries;
+    fn g1<'a>(
+        resident: Option<&'a crate::DeviceBasesG1>,
+        host: Option<&'a [blstrs::G1Affine]>,
+    ) -> Result<(Bases<'a>, usize), CudaError> {
+        match (resident, host) {
+            (Some(r), _) => Ok((Bases::Device(&r.buf), G1_LIMBS)),
+            (None, Some(h)) => Ok((Bases::Host(g1_affine_as_u64(h)), G1_LIMBS)),
+            (None, None) => Err(streamed_from_file()),
+        }
+    }
+    let bases = [
+        g1(q.h.as_ref(), host.as_ref().map(|h| h.h))?,
+        g1(q.l.as_ref(), host.as_ref().map(|h| h.l))?,
+        g1(q.a_aux.as_ref(), host.as_ref().map(|h| h.a_aux))?,
+        g1(q.b_g1_aux.as_ref(), host.as_ref().map(|h| h.b_g1_aux))?,
+        (
+            match (&q.b_g2_aux, &host) {
+                (Some(r), _) => Bases::Device(&r.buf),
+                (None, Some(h)) => Bases::Host(g2_affine_as_u64(h.b_g2_aux)),
+                (None, None) => return Err(streamed_from_file()),
+            },
+            G2_LIMBS,
+        ),
+    ];
+    let order: Vec<(&Bases, usize)> = bases.iter().map(|(b, l)| (b, *l)).collect();
+    let mut chunks = ChunkedMsms::new(d, &order, d.stream_chunk * G1_LIMBS * 8)?;
+    // The aux crosses again on a stream of its own while H's MSM runs. Whatever happens
+    // below, that copy ends before the witness it reads from can go back to the pool.
+    let uploader = d.fork()?;
+    let aux = uploader.upload_padded(&w.aux, w.aux.len());
+    let sums = aux.and_then(|aux| {
+        let sum_h = chunks.msm_g1(d, 0, &bases[0].0, &h)?;
+        drop(h);
+        let l = chunks.msm_g1(d, 1, &bases[1].0, &aux)?;
+        let a_aux = d.gather_by_density(&aux, &w.a_aux_density)?;
+        let b_aux = d.gather_by_density(&aux, &w.b_aux_density)?;
+        drop(aux);
+        let a = chunks.msm_g1(d, 2, &bases[2].0, &a_aux)?;
+        drop(a_aux);
+        Ok(QuerySums {
+            h: sum_h,
+            l,
+            a,
+            b_g1: chunks.msm_g1(d, 3, &bases[3].0, &b_aux)?,
+            b_g2: chunks.msm_g2(d, 4, &bases[4].0, &b_aux)?,
+        })
+    });
+    uploader.synchronize()?;
+    sums
+}
+
+fn streamed_from_file() -> CudaError {
+    CudaError::Invalid("a streamed query needs the key decoded in host memory".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use crate::placement::tests::porep_32g_lengths as porep_32g;
+
+    const GIB: u64 = 1 << 30;
+
+    #[test]
+    fn at_32_gib_the_h_steps_three_vectors_are_the_peak() {
+        let msm = MsmOptions::default();
+        for chunk in [1u64 << 22, 1 << 23] {
+            let bytes = footprint(&porep_32g(), &msm, chunk * 96, block_bytes(chunk * 96));
+            println!(
+                "chunk {chunk}: {bytes} bytes, {:.3} GiB",
+                bytes as f64 / GIB as f64
+            );
+            assert_eq!(bytes, 12 * GIB + (64 << 20), "chunk {chunk}");
+        }
+        // The resident order reserves 29.94 GiB for the same partition.
+        let resident = super::super::partition::footprint(&porep_32g(), &msm);
+        assert!(resident > 29 * GIB, "{resident}");
+    }
+}
