@@ -10,7 +10,7 @@ use super::*;
 pub(crate) fn bench(dev: &CudaDevice, seed: u64, out_dir: &str, what: &str) {
     let mut rows = Table::create(&format!("{out_dir}/bench.md"));
     let want = |k: &str| {
-        (what == "all" && !["sweep", "g1big", "porep", "hchain"].contains(&k))
+        (what == "all" && !["sweep", "g1big", "porep", "hchain", "chunks"].contains(&k))
             || what.split(',').any(|x| x == k)
     };
     if want("ntt") {
@@ -152,6 +152,9 @@ pub(crate) fn bench(dev: &CudaDevice, seed: u64, out_dir: &str, what: &str) {
             rows.add(format!("h step 2^{l} on device, {chain}"), v);
         }
     }
+    if want("chunks") {
+        bench_chunks(dev, seed, &mut rows);
+    }
     if want("porep") {
         bench_porep(dev, seed, &mut rows);
     }
@@ -273,5 +276,52 @@ fn bench_porep(dev: &CudaDevice, seed: u64, rows: &mut Table) {
         }
         let v = time_ms(dev, 3, |d| five(d, &o));
         rows.add(format!("PoRep MSM phase (5 MSMs), {}", opts_label(&o)), v);
+    }
+}
+
+/// The phased order's MSMs (backend/phased.rs): PoRep's five, shaped as in `bench_porep`, each
+/// summed in chunks of 4, 8, 16 and 32 Mi points against whole, every chunked sum checked
+/// equal to the whole one. What a chunk costs decides the chunk size a card can afford.
+fn bench_chunks(dev: &CudaDevice, seed: u64, rows: &mut Table) {
+    let (n_h, n_l, n_a, n_b) = ((1usize << 27) - 1, 130_148_591, 129_758_145, 33_057_742);
+    let bases = repeated(&random_g1(1 << 20, seed), 1 << 27);
+    let g1 = dev.upload_g1(&bases).unwrap();
+    drop(bases);
+    let bases = repeated(&random_g2(1 << 20, seed), n_b);
+    let g2 = dev.upload_g2(&bases).unwrap();
+    drop(bases);
+    let h = dev
+        .upload_scalars(&random_scalars(n_h, seed ^ 0x27))
+        .unwrap();
+    let up = |n, k| dev.upload_scalars(&porep_scalars(n, seed ^ k)).unwrap();
+    let (l, a, b) = (up(n_l, 0x28), up(n_a, 0x29), up(n_b, 0x2a));
+    let whole = (
+        dev.msm_g1_resident(&g1, &h).unwrap(),
+        dev.msm_g1_resident(&g1, &l).unwrap(),
+        dev.msm_g2_resident(&g2, &b).unwrap(),
+    );
+    // A G2 chunk holds half the points of a G1 chunk of the same bytes.
+    let five = |d: &CudaDevice, k: usize| {
+        (
+            d.msm_g1_resident_chunked(&g1, &h, k).unwrap(),
+            d.msm_g1_resident_chunked(&g1, &l, k).unwrap(),
+            d.msm_g1_resident_chunked(&g1, &a, k).unwrap(),
+            d.msm_g1_resident_chunked(&g1, &b, k).unwrap(),
+            d.msm_g2_resident_chunked(&g2, &b, k / 2).unwrap(),
+        )
+    };
+    for lg in [22u32, 23, 24, 25, 27] {
+        let k = 1usize << lg;
+        let (sh, sl, _, _, sb2) = five(dev, k);
+        assert!(
+            (sh, sl, sb2) == whole,
+            "chunks of 2^{lg}: a chunked sum differs from the whole MSM's"
+        );
+        let v = time_ms(dev, 3, |d| d.msm_g1_resident_chunked(&g1, &h, k).unwrap());
+        rows.add(format!("H 2^27 in chunks of 2^{lg}"), v);
+        let v = time_ms(dev, 3, |d| {
+            five(d, k);
+        });
+        rows.add(format!("PoRep MSM phase (5 MSMs) in chunks of 2^{lg}"), v);
     }
 }

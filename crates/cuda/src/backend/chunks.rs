@@ -117,59 +117,50 @@ impl<'a> ChunkedMsms<'a> {
         limbs: usize,
         scalars: &DeviceScalars,
     ) -> Result<C::Proj, CudaError> {
-        let n = scalars.len;
-        let points = chunk_points(self.chunk_words, limbs);
-        let mut acc = C::Proj::identity();
-        match bases {
+        let words = match bases {
             Bases::Device(buf) => {
-                if n * limbs > buf.len() {
-                    return Err(too_few(n, buf.len() / limbs));
-                }
-                for start in (0..n).step_by(points) {
-                    let len = points.min(n - start);
-                    acc += dev.msm_core::<C>(
-                        &buf.slice(start * limbs..(start + len) * limbs),
-                        len,
-                        &scalars.buf.slice(start * 4..(start + len) * 4),
-                        len,
-                    )?;
-                }
+                let points = chunk_points(self.chunk_words, limbs);
+                return dev.msm_chunked::<C>(buf, limbs, scalars, points);
             }
-            Bases::Host(words) => {
-                if n * limbs > words.len() {
-                    return Err(too_few(n, words.len() / limbs));
+            Bases::Host(words) => words,
+        };
+        let n = scalars.len;
+        if n * limbs > words.len() {
+            return Err(CudaError::Invalid(format!(
+                "{n} scalars but only {} bases",
+                words.len() / limbs
+            )));
+        }
+        let mut acc = C::Proj::identity();
+        let mut start = 0;
+        while start < n {
+            let points = match self.chunks.get(self.next_read) {
+                Some(chunk) if chunk.query == query => chunk.words.len() / limbs,
+                _ => {
+                    return Err(CudaError::Invalid(
+                        "streamed chunks read out of order".into(),
+                    ))
                 }
-                let mut start = 0;
-                while start < n {
-                    let points = match self.chunks.get(self.next_read) {
-                        Some(chunk) if chunk.query == query => chunk.words.len() / limbs,
-                        _ => {
-                            return Err(CudaError::Invalid(
-                                "streamed chunks read out of order".into(),
-                            ))
-                        }
-                    };
-                    self.copy_ahead()?;
-                    let len = points.min(n - start);
-                    let buffer = &self.buffers[self.next_read % 2];
-                    acc += dev.msm_core::<C>(
-                        &buffer.slice(..len * limbs),
-                        len,
-                        &scalars.buf.slice(start * 4..(start + len) * 4),
-                        len,
-                    )?;
-                    start += points;
-                    self.next_read += 1;
-                }
-                // Chunks past the scalars (a query longer than the witness) are skipped.
-                while self
-                    .chunks
-                    .get(self.next_read)
-                    .is_some_and(|c| c.query == query)
-                {
-                    self.next_read += 1;
-                }
-            }
+            };
+            self.copy_ahead()?;
+            let len = points.min(n - start);
+            let buffer = &self.buffers[self.next_read % 2];
+            acc += dev.msm_core::<C>(
+                &buffer.slice(..len * limbs),
+                len,
+                &scalars.buf.slice(start * 4..(start + len) * 4),
+                len,
+            )?;
+            start += points;
+            self.next_read += 1;
+        }
+        // Chunks past the scalars (a query longer than the witness) are skipped.
+        while self
+            .chunks
+            .get(self.next_read)
+            .is_some_and(|c| c.query == query)
+        {
+            self.next_read += 1;
         }
         Ok(acc)
     }
@@ -193,8 +184,4 @@ impl<'a> ChunkedMsms<'a> {
     ) -> Result<blstrs::G2Projective, CudaError> {
         self.msm::<G2>(dev, query, bases, G2_LIMBS, scalars)
     }
-}
-
-fn too_few(n: usize, bases: usize) -> CudaError {
-    CudaError::Invalid(format!("{n} scalars but only {bases} bases"))
 }
