@@ -438,20 +438,30 @@ impl Gpu {
             .any(|id, item| id.key.origin == origin && item.queries.any())
     }
 
-    /// "vram: 1 key (6.10 GiB)", "streamed: 1 key", or "no key".
+    /// "vram: 1 key(s) (50.96 GiB)", "partly streamed: 1 key(s) (35.45 GiB in VRAM)",
+    /// "streamed: 1 key(s)", or "no key (auto)".
     pub fn residency_summary(&self) -> String {
-        let (mut vram, mut vram_bytes, mut streamed) = (0, 0, 0);
+        // Keys whole in VRAM, partly, and streamed whole: (count, bytes in VRAM).
+        let mut tally = [(0, 0u64); 3];
         self.items.each(|_, item, bytes| {
-            if item.queries.all().is_some() {
-                vram += 1;
-                vram_bytes += bytes;
-            } else {
-                streamed += 1;
-            }
+            let kind = match (item.queries.all().is_some(), item.queries.any()) {
+                (true, _) => 0,
+                (false, true) => 1,
+                (false, false) => 2,
+            };
+            tally[kind].0 += 1;
+            tally[kind].1 += bytes;
         });
+        let [(vram, vram_bytes), (partly, partly_bytes), (streamed, _)] = tally;
         let mut parts = Vec::new();
         if vram > 0 {
             parts.push(format!("vram: {vram} key(s) ({})", gib(vram_bytes)));
+        }
+        if partly > 0 {
+            parts.push(format!(
+                "partly streamed: {partly} key(s) ({} in VRAM)",
+                gib(partly_bytes)
+            ));
         }
         if streamed > 0 {
             parts.push(format!("streamed: {streamed} key(s)"));
