@@ -97,7 +97,16 @@ const SECTOR_SIZES: [u64; 5] = [2 << 10, 8 << 20, 512 << 20, 32 << 30, 64 << 30]
 /// Logs, for every parameter set in `dir`, where the backend will put it (each device's
 /// plan from the key's lengths; the first load decides again with the matrices and logs
 /// that), and warns of a set no device here can prove: a provider sees at start what the
-/// card will do, not at the first job.
+/// card will do, not at the first job. On a thread of its own: reading a key's header from a
+/// stuck disk must not keep the daemon from serving.
+fn spawn_placement_log(engine: Arc<Engine>, dir: PathBuf) -> Result<()> {
+    std::thread::Builder::new()
+        .name("placement-log".into())
+        .spawn(move || log_placements(&engine, &dir))
+        .context("starting the placement log thread")?;
+    Ok(())
+}
+
 fn log_placements(engine: &Engine, dir: &Path) {
     let kinds = [
         ProofKind::PoRep,
@@ -190,7 +199,7 @@ pub fn run(args: DaemonArgs) -> Result<()> {
         None => Box::new(ParamsDir(dir.clone())),
     };
     let engine = Arc::new(Engine::start(config.engine, backend, source)?);
-    log_placements(&engine, &dir);
+    spawn_placement_log(engine.clone(), dir.clone())?;
     spawn_preload(engine.clone(), preload, guard)?;
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     let served = runtime.block_on(async {
