@@ -90,46 +90,59 @@ pub(crate) fn query_sums(
         .ok_or_else(|| CudaError::Invalid("no room on the device for the key".into()))?;
     let inputs = input_sums(&on_device.inputs, &w);
     let dev = gpu.handle()?;
+    let acquired = since(t0);
     let _vram = gpu.vram.reserve(on_device.partition_bytes, "a partition")?;
 
     let start = since(t0);
-    let h2d = |report: &mut ProveReport, duration_ms| {
-        report.phases.push(Phase {
-            name: "h2d",
-            start_ms: start,
-            duration_ms,
-        })
-    };
-    match on_device.order {
+    let (prepared, duration_ms) = match on_device.order {
         Order::Resident => {
             let matrices = match &on_device.matrices {
                 DeviceMatricesOf::Resident(m) => Some(&**m),
                 _ => None,
             };
-            let (up, h2d_ms) = when_room(|| timed(&dev, |d| upload(d, &w, domain, matrices)))?;
-            h2d(report, h2d_ms);
+            let (up, ms) = when_room(|| timed(&dev, |d| upload(d, &w, domain, matrices)))?;
             // The copies are complete: the buffers go back to the pool (off this thread).
             reaper::drop_later(w);
-            let waited = Instant::now();
-            let _kernels = gpu.kernel_lock.lock(priority);
-            report.lock_wait_ms = since(waited);
-            let locked = Instant::now();
-            let sums = kernels(&dev, &on_device, up, inputs, domain, t0, report);
-            report.locked_ms = since(locked);
-            sums
+            (Prepared::Resident(up), ms)
         }
         Order::Phased => {
-            let (up, h2d_ms) = when_room(|| timed(&dev, |d| phased::upload(d, &w, domain)))?;
-            h2d(report, h2d_ms);
-            let waited = Instant::now();
-            let _kernels = gpu.kernel_lock.lock(priority);
-            report.lock_wait_ms = since(waited);
-            let locked = Instant::now();
-            let sums = phased::kernels(&dev, key, &on_device, w, up, inputs, domain, t0, report);
-            report.locked_ms = since(locked);
-            sums
+            let (up, ms) = when_room(|| timed(&dev, |d| phased::upload(d, &w, domain)))?;
+            (Prepared::Phased(up, w), ms)
         }
-    }
+    };
+    report.phases.push(Phase {
+        name: "h2d",
+        start_ms: start,
+        duration_ms,
+    });
+    // Host times since the call, for reading a device's idle gaps (RUST_LOG=zkforge_cuda=debug).
+    tracing::debug!(
+        device = gpu.ordinal,
+        acquired_ms = acquired,
+        reserved_ms = start,
+        uploaded_ms = since(t0),
+        "partition on the device"
+    );
+    let waited = Instant::now();
+    let _kernels = gpu.kernel_lock.lock(priority);
+    report.lock_wait_ms = since(waited);
+    let locked = Instant::now();
+    let sums = match prepared {
+        Prepared::Resident(up) => kernels(&dev, &on_device, up, inputs, domain, t0, report),
+        Prepared::Phased(up, w) => {
+            phased::kernels(&dev, key, &on_device, w, up, inputs, domain, t0, report)
+        }
+    };
+    report.locked_ms = since(locked);
+    sums
+}
+
+/// A partition's scalars on the device, ready for the kernel lock: in the resident order
+/// with the witness gone back to the pool, in the phased order with the witness kept (its aux
+/// crosses again).
+enum Prepared<'a> {
+    Resident(Uploaded<'a>),
+    Phased(phased::PhasedUpload, Witness),
 }
 
 /// How long a partition waits for device memory held outside zkforge before its job fails.
