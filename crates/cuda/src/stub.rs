@@ -157,6 +157,22 @@ impl CudaDevice {
     ) -> Result<G2Projective, CudaError> {
         Err(CudaError::NotBuilt)
     }
+    pub fn msm_g1_resident_chunked(
+        &self,
+        _bases: &DeviceBasesG1,
+        _scalars: &DeviceScalars,
+        _chunk: usize,
+    ) -> Result<G1Projective, CudaError> {
+        Err(CudaError::NotBuilt)
+    }
+    pub fn msm_g2_resident_chunked(
+        &self,
+        _bases: &DeviceBasesG2,
+        _scalars: &DeviceScalars,
+        _chunk: usize,
+    ) -> Result<G2Projective, CudaError> {
+        Err(CudaError::NotBuilt)
+    }
     pub fn copy_scalars(&self, _s: &DeviceScalars) -> Result<DeviceScalars, CudaError> {
         Err(CudaError::NotBuilt)
     }
