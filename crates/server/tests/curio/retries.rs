@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use zkforge_engine::EngineConfig;
 use zkforge_filecoin::ProofKind;
 
-use crate::daemon::{add_params, Setup, TestDaemon};
+use crate::daemon::{add_params, ReleaseOnDrop, Setup, TestDaemon};
 use crate::requests::Sector;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -173,6 +173,66 @@ async fn a_stop_answers_every_call_in_flight_by_its_deadline_and_the_retries_pro
     let outcome = d.curio().task(window.clone(), |_, _| {}).await;
     assert!(sector.verifies(&window, outcome.proof()));
     d.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_call_on_curios_open_channels_during_the_drain_is_unavailable_at_once() {
+    let sector = Sector::new(20);
+    let deadline = Duration::from_secs(2);
+    let d = TestDaemon::start(Setup {
+        held: vec![ProofKind::PoRep],
+        shutdown_deadline: deadline,
+        ..Setup::default()
+    })
+    .await;
+    let addr = d.tcp();
+    // Curio's channel, connected, with a PoRep in flight on it (its tasks share one client):
+    // the connection stays open through the drain for that call's answer.
+    let mut busy = d.curio();
+    busy.get_status().await.expect("connected");
+    let porep = tokio::spawn({
+        let (mut curio, req) = (busy.clone(), sector.porep());
+        async move { curio.prove(req).await }
+    });
+    d.until_unfinished(ProofKind::PoRep, 1).await;
+    // Another Curio node's channel: connected, nothing in flight.
+    let mut idle = d.curio();
+    idle.get_status().await.expect("connected");
+    let stopping = d.signal_stop();
+    let _release = ReleaseOnDrop(stopping.hold.clone());
+    (stopping.signal)();
+    let signalled = Instant::now();
+    // The drain has started once the listener refuses a new connection (it closes it first).
+    while tokio::net::TcpStream::connect(addr).await.is_ok() {
+        assert!(
+            signalled.elapsed() < Duration::from_secs(2),
+            "the listener still accepts"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // A new Prove on either channel fails at once, UNAVAILABLE: Curio's task fails over
+    // instead of waiting for the deadline or being admitted into a stopping daemon.
+    let winning = sector.winning_post();
+    for (channel, curio) in [("busy", &mut busy), ("idle", &mut idle)] {
+        let t = Instant::now();
+        let refused = tokio::time::timeout(Duration::from_secs(1), curio.prove(winning.clone()))
+            .await
+            .unwrap_or_else(|_| panic!("the {channel} channel's call waited past a second"))
+            .unwrap_err();
+        assert!(refused.contains("Unavailable"), "{channel}: {refused}");
+        assert!(
+            t.elapsed() < Duration::from_millis(500),
+            "{channel}: {:?}",
+            t.elapsed()
+        );
+    }
+    // The call in flight on the busy channel is still answered, at the deadline.
+    let e = porep.await.unwrap().unwrap_err();
+    assert!(e.contains("shutdown_deadline"), "{e}");
+    assert!(signalled.elapsed() > deadline - Duration::from_millis(100));
+    stopping.served.await.unwrap();
+    stopping.engine.stop_within(Some(Duration::from_secs(1)));
+    stopping.hold.release(false);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
