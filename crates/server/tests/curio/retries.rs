@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use zkforge_engine::EngineConfig;
+use zkforge_engine::{EngineConfig, StageEvent};
 use zkforge_filecoin::ProofKind;
 
 use crate::daemon::{add_params, ReleaseOnDrop, Setup, TestDaemon};
@@ -59,6 +59,94 @@ async fn a_job_cancelled_by_another_client_is_proved_by_curios_retry() {
     let outcome = task.await.unwrap();
     assert_eq!(outcome.errors, ["cuzk proof cancelled"]);
     assert!(sector.verifies(&req, outcome.proof()));
+    d.stop().await;
+}
+
+/// Jobs the engine has started so far (its TIMELINE's submissions).
+fn jobs_started(d: &TestDaemon) -> usize {
+    d.engine
+        .timeline()
+        .iter()
+        .filter(|e| e.event == StageEvent::JobSubmit)
+        .count()
+}
+
+// A WindowPoSt (Curio tries it 5 times) rather than a PoRep: the rules are the same for every
+// kind, and a 2 KiB PoRep proof takes ~25 s of the CPU backend where a WindowPoSt takes ~1 s.
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_completed_proof_retried_by_curio_returns_its_proof_without_proving_again() {
+    let sector = Sector::new(17);
+    let d = TestDaemon::start(Setup::default()).await;
+    let req = sector.window_post();
+    let mut curio = d.curio();
+    let first = curio.prove(req.clone()).await.expect("the first try");
+    assert!(sector.verifies(&req, &first.proof));
+    // Curio's task failed after the proof came back (its database, say): the scheduler
+    // retries with the same request.
+    let retry = curio.prove(req.clone()).await.expect("the retry");
+    assert_eq!(retry.proof, first.proof, "the completed job's own proof");
+    assert_eq!(retry.job_id, first.job_id, "the same job");
+    assert_eq!(jobs_started(&d), 1, "no second job was started");
+    let status = curio.get_status().await.unwrap();
+    assert_eq!(
+        (status.total_proofs_completed, status.total_proofs_failed),
+        (1, 0),
+        "one proof computed, as Curio's GetStatus reads it"
+    );
+    // The control: the same payload under another id is proved again, with new random
+    // (r, s), so equal bytes above can only be the kept result.
+    let mut other = req.clone();
+    other.request_id.push_str("-again");
+    let again = curio.prove(other.clone()).await.expect("another id");
+    assert!(sector.verifies(&other, &again.proof));
+    assert_ne!(again.proof, first.proof, "a second proof has other bytes");
+    assert_eq!(jobs_started(&d), 2);
+    d.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_payload_under_an_ended_jobs_request_id_replaces_it_and_is_proved() {
+    // Two sectors' partitions under one request id: another payload for the same id, as a
+    // new C1 for a sector after a reorg is.
+    let (old, new) = (Sector::new(18), Sector::new(19));
+    let params = tempfile::tempdir().unwrap();
+    let d = TestDaemon::start(Setup {
+        params: Some(params.path().to_path_buf()),
+        ..Setup::default()
+    })
+    .await;
+    let first = old.window_post();
+    let mut second = new.window_post();
+    second.request_id = first.request_id.clone();
+    assert_ne!(first.vanilla_proofs, second.vanilla_proofs);
+    let mut curio = d.curio();
+    // The first payload's job ends FAILED (its key is missing); the key is added.
+    let failed = curio.prove(first.clone()).await.unwrap_err();
+    assert!(failed.contains("cuzk proof failed"), "{failed}");
+    add_params(ProofKind::WindowPost, params.path());
+    // The other payload under the FAILED job's id: a new job, proving that payload.
+    let replaced = curio.prove(second.clone()).await.expect("the new payload");
+    assert!(new.verifies(&second, &replaced.proof));
+    assert!(
+        !old.m.verify_window_post(&replaced.proof).unwrap_or(false),
+        "the proof is of the new payload, not the failed job's"
+    );
+    assert_eq!(jobs_started(&d), 2);
+    // The first payload again, under the id whose job is now COMPLETED with the other one:
+    // it replaces that job too, and its own proof comes back, not the kept one.
+    let back = curio
+        .prove(first.clone())
+        .await
+        .expect("the first payload again");
+    assert!(old.verifies(&first, &back.proof));
+    assert!(!new.m.verify_window_post(&back.proof).unwrap_or(false));
+    assert_ne!(back.job_id, replaced.job_id);
+    assert_eq!(jobs_started(&d), 3);
+    // That job's retry is that job's proof.
+    let retry = curio.prove(first.clone()).await.expect("the retry");
+    assert_eq!((retry.job_id, retry.proof), (back.job_id, back.proof));
+    assert_eq!(jobs_started(&d), 3);
     d.stop().await;
 }
 
