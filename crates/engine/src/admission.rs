@@ -226,6 +226,13 @@ fn resubmission(job: &Job, digest: Option<[u8; 32]>) -> Resubmission {
     }
 }
 
+/// Whether a resubmission of `job`'s id may resolve to `job` itself, needing no room: the job
+/// is unfinished, or COMPLETED (its proof answers a retry). A FAILED or CANCELLED job's
+/// resubmission is a new job.
+pub(crate) fn resolves_without_work(job: &Job) -> bool {
+    matches!(job.lock().outcome, None | Some(JobOutcome::Completed(_)))
+}
+
 /// How many unfinished jobs the scheduler serves before `job`: higher priority first, then
 /// older. 0 when it is next or already running.
 pub(crate) fn queue_position(jobs: &Jobs, job: &Job) -> usize {

@@ -191,9 +191,11 @@ impl Engine {
     }
 
     /// Whether a job of `kind` and `priority` with `request_bytes` of request would find room
-    /// now, before the caller spends seconds parsing it: `Ok` also when `request_id` already
-    /// names that kind's job (a retry resolves to it, whatever the load). [`Engine::submit`]
-    /// decides again.
+    /// now, before the caller spends seconds parsing it. `Ok` also when `request_id` names
+    /// that kind's unfinished or COMPLETED job: a retry resolves to it without new work,
+    /// whatever the load. An id whose job ended FAILED or CANCELLED is checked as a new job,
+    /// since its resubmission starts the job again. [`Engine::submit`] decides again (a
+    /// COMPLETED job's id resubmitted with another payload is a new job, checked then).
     pub fn check_room(
         &self,
         kind: ProofKind,
@@ -202,7 +204,8 @@ impl Engine {
         request_bytes: u64,
     ) -> Result<(), SubmitError> {
         let jobs = self.jobs.lock();
-        if request_id.is_some_and(|r| jobs.by_request(kind, r).is_some()) {
+        let known = request_id.and_then(|r| jobs.by_request(kind, r));
+        if known.is_some_and(|job| admission::resolves_without_work(job)) {
             return Ok(());
         }
         admission::check_room(&jobs, &self.pipeline.config, priority, request_bytes)

@@ -426,10 +426,9 @@ impl Accept for tokio::net::UnixListener {
 const BACKOFF_FIRST: Duration = Duration::from_millis(5);
 const BACKOFF_MAX: Duration = Duration::from_secs(1);
 
-/// A listener that can be closed from outside the stream that accepts on it: the server
-/// stops polling its incoming stream when a drain starts but keeps it until every connection
-/// has closed, and a listener still bound meanwhile would leave new clients hanging in the
-/// kernel's backlog instead of refused.
+/// A listener that can be closed from outside the stream that accepts on it: the server keeps
+/// its incoming stream until every connection has closed, and a listener still bound meanwhile
+/// would leave new clients hanging in the kernel's backlog instead of refused.
 pub struct ListenerSlot<L>(Arc<Mutex<Option<L>>>);
 
 impl<L> Clone for ListenerSlot<L> {
@@ -449,7 +448,8 @@ impl<L> ListenerSlot<L> {
     }
 }
 
-/// The accepted connections of a listener, as a stream that ends when its listener closes.
+/// The accepted connections of a listener, as a stream that yields nothing more once its
+/// listener is closed.
 pub struct Incoming<L: Accept> {
     listener: ListenerSlot<L>,
     connections: Arc<Connections>,
@@ -506,7 +506,10 @@ impl<L: Accept> Stream for Incoming<L> {
                 let mut slot = this.listener.0.lock().unwrap_or_else(|e| e.into_inner());
                 match slot.as_mut() {
                     Some(listener) => listener.poll_accept(cx),
-                    None => return Poll::Ready(None),
+                    // Closed for a drain: nothing more comes, and the server's shutdown
+                    // signal, not the end of this stream, tells its open connections to go
+                    // away (once the drain has answered their calls).
+                    None => return Poll::Pending,
                 }
             };
             match ready!(accepted) {

@@ -11,7 +11,7 @@ use tonic::transport::Server;
 use zkforge_engine::Engine;
 
 use crate::access::{Access, SOCKET_MODE};
-use crate::drain::Drain;
+use crate::drain::{Drain, DrainLayer};
 use crate::guard::RequestGuardLayer;
 use crate::limits::Checked;
 use crate::listener::{Connections, Incoming, ListenerSlot};
@@ -96,10 +96,11 @@ pub async fn serve(
 
 /// As [`serve`], with clients authenticated as `options.access` says (checked against
 /// `listen`) and held to `options.limits`. When `shutdown` resolves the daemon drains: the
-/// listener closes (new connections are refused at once), new submissions are UNAVAILABLE,
-/// running jobs get `options.shutdown_deadline` to finish; then the unfinished ones are
-/// failed, their callers answered, and serving ends within [`AFTER_DEADLINE`] more, whatever
-/// a client still holds open.
+/// listener closes (new connections are refused at once), new calls on open connections are
+/// UNAVAILABLE at once, running jobs get `options.shutdown_deadline` to finish; then the
+/// unfinished ones are failed and their callers answered. Once no call is in flight the open
+/// connections are told to go away, and serving ends within [`AFTER_DEADLINE`] of the
+/// deadline at most, whatever a client still holds open.
 pub async fn serve_with(
     engine: Arc<Engine>,
     listen: Listen,
@@ -151,6 +152,7 @@ pub async fn serve_with(
             oversize_is_resource_exhausted,
         ))
         .layer(RequestGuardLayer::new(limits, budget))
+        .layer(DrainLayer(drain.clone()))
         .add_service(health_service)
         .add_service(reflection)
         .add_service(service);
@@ -159,8 +161,10 @@ pub async fn serve_with(
         limits.max_connections_per_client,
         limits.idle_timeout,
     );
+    // The server's own shutdown (GOAWAY on every connection) comes once the drain has
+    // answered the calls in flight: see `drain`.
     let drain_signal = drain.clone();
-    let draining = async move { drain_signal.started().await };
+    let draining = async move { drain_signal.connections_closing().await };
     // Either listener, closable from the drain; its serving future, boxed to one type.
     let (close, serving): (ListenerCloser, Serving) = match listen {
         Listen::Tcp(addr) => {
@@ -217,20 +221,30 @@ async fn drained(
     drain.start();
     tracing::info!(
         deadline_secs = deadline.as_secs(),
-        "draining: new connections refused, running jobs have until the deadline"
+        "draining: new connections and calls refused, running jobs have until the deadline"
     );
-    if let Ok(r) = tokio::time::timeout(deadline, &mut serving).await {
-        return r.context("serving");
+    let answered = tokio::select! {
+        r = &mut serving => return r.context("serving"),
+        r = tokio::time::timeout(deadline, drain.answered()) => r.is_ok(),
+    };
+    let end = tokio::time::Instant::now() + AFTER_DEADLINE;
+    if !answered {
+        let failed = engine.fail_unfinished(
+            "the daemon stopped before the job finished (daemon.shutdown_deadline_secs \
+             passed); submit it again",
+        );
+        tracing::warn!(
+            failed,
+            "shutdown deadline passed: failed the unfinished jobs"
+        );
+        // Their callers are answered before their connections are told to go away.
+        tokio::select! {
+            r = &mut serving => return r.context("serving"),
+            _ = tokio::time::timeout_at(end, drain.answered()) => {}
+        }
     }
-    let failed = engine.fail_unfinished(
-        "the daemon stopped before the job finished (daemon.shutdown_deadline_secs passed); \
-         submit it again",
-    );
-    tracing::warn!(
-        failed,
-        "shutdown deadline passed: failed the unfinished jobs"
-    );
-    match tokio::time::timeout(AFTER_DEADLINE, &mut serving).await {
+    drain.close_connections();
+    match tokio::time::timeout_at(end, &mut serving).await {
         Ok(r) => r.context("serving"),
         Err(_) => {
             tracing::warn!("connections still open after the deadline: stopping regardless");

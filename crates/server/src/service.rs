@@ -17,7 +17,7 @@ use zkforge_engine::{
 };
 use zkforge_filecoin::{registry, ParamsId};
 
-use crate::drain::Drain;
+use crate::drain::{draining, Drain};
 use crate::job_token::JobTokens;
 use crate::parse_gate::ParseGate;
 use crate::pb::{self, proving_engine_server::ProvingEngine};
@@ -201,12 +201,6 @@ fn submit_status(e: SubmitError) -> Status {
         SubmitError::RequestIdReused { .. } => Status::already_exists(msg),
         _ => Status::invalid_argument(msg),
     }
-}
-
-/// What a submission gets while the daemon stops: cuzk's clients (and Curio's scheduler)
-/// retry it, against this daemon once it is back or another one.
-fn draining() -> Status {
-    Status::unavailable("the daemon is shutting down: submit again once it is back")
 }
 
 fn await_response(r: JobResult, job_id: String) -> pb::AwaitProofResponse {

@@ -187,3 +187,50 @@ fn each_priority_class_has_room_of_its_own() {
         e.cancel(id).unwrap();
     }
 }
+
+#[test]
+fn a_resubmission_that_starts_an_ended_job_again_needs_room_before_parsing() {
+    let cfg = EngineConfig {
+        max_queued_jobs: 2,
+        ..config(1)
+    };
+    let (e, late) = engine_without_keys(cfg);
+    // "failed": its key is missing. "done": completed once the key is there.
+    let failed_job = e.submit(request(job(1, 0), "failed", 1, None)).unwrap();
+    let msg = failed(&e, failed_job, Duration::from_secs(30));
+    assert!(msg.contains("not in the parameter directory"), "{msg}");
+    add_keys(&late);
+    let done = e.submit(request(job(1, 0), "done", 2, None)).unwrap();
+    completed(&e, done);
+    // Two slow jobs fill the queue; the second of them is cancelled and a third takes its
+    // place, so the queue is full with a CANCELLED id beside the FAILED one.
+    let slow = |id: &str, payload: u8| e.submit(request(job(1, 3_000), id, payload, None));
+    let running = slow("running", 3).unwrap();
+    let cancelled = slow("cancelled", 4).unwrap();
+    e.cancel(cancelled).unwrap();
+    let third = slow("third", 5).unwrap();
+    let room = |id: &str| e.check_room(ProofKind::PoRep, Priority::Normal, Some(id), 0);
+    assert!(room("new").unwrap_err().is_busy(), "the queue is full");
+    // Retries that resolve to a job without new work need no room: an unfinished one (the
+    // same job) and a COMPLETED one (its proof).
+    assert_eq!(room("running"), Ok(()));
+    assert_eq!(room("done"), Ok(()));
+    // A FAILED or CANCELLED job's retry starts it again: refused before it is parsed, as
+    // its submission is after.
+    for id in ["failed", "cancelled"] {
+        let err = room(id).unwrap_err();
+        assert!(
+            err.is_busy() && err.to_string().contains("engine.max_queued_jobs"),
+            "{id}: {err}"
+        );
+    }
+    let err = e.submit(request(job(1, 0), "failed", 1, None)).unwrap_err();
+    assert!(err.is_busy(), "{err}");
+    // Once there is room, the FAILED job's retry is checked as a new job and admitted.
+    e.cancel(third).unwrap();
+    assert_eq!(room("failed"), Ok(()));
+    let retry = e.submit(request(job(1, 0), "failed", 1, None)).unwrap();
+    assert_ne!(retry, failed_job);
+    e.cancel(running).unwrap();
+    completed(&e, retry);
+}

@@ -240,6 +240,16 @@ pub struct Stopping {
     pub hold: Arc<Hold>,
 }
 
+/// Lets the held loads go (failing) when dropped: a test that panics while stopping would
+/// otherwise hang in the engine's drop.
+pub struct ReleaseOnDrop(pub Arc<Hold>);
+
+impl Drop for ReleaseOnDrop {
+    fn drop(&mut self) {
+        self.0.release(false);
+    }
+}
+
 impl Drop for TestDaemon {
     /// A test that panics with loads held would otherwise hang in the engine's drop.
     fn drop(&mut self) {

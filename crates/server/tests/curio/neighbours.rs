@@ -431,28 +431,56 @@ async fn a_critical_winning_post_is_parsed_ahead_of_queued_c1_outputs() {
         vanilla_proof: c1.clone(),
         ..Default::default()
     };
-    let mut c1s = Vec::new();
-    for n in 0..6 {
+    // Three 32 GiB C1 outputs (51 MB each) on connections of their own: one parses (seconds
+    // of CPU), the others wait for the one parse worker.
+    let (parsed_tx, mut parsed) = tokio::sync::mpsc::unbounded_channel();
+    for n in 0..3 {
         let mut c = stranger(&d).await;
         let r = c1_request(n);
-        c1s.push(tokio::spawn(async move {
-            let _ = c.submit_proof(r).await;
-            Instant::now()
-        }));
+        let parsed_tx = parsed_tx.clone();
+        tokio::spawn(async move {
+            let answer = c.submit_proof(r).await;
+            let _ = parsed_tx.send((Instant::now(), answer.map(|_| ())));
+        });
     }
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    drop(parsed_tx);
+    // Once the first is parsed the other two have long arrived and wait in line: one of them
+    // has just taken the parse worker, the other waits. The WinningPoSt (one try) comes now.
+    let (first, answer) = parsed.recv().await.expect("a C1 answered");
+    answer.expect("the first C1 admitted");
     let winning = sector.winning_post();
-    let proof = d.curio().prove(winning.clone()).await.expect("the one try");
-    let proved = Instant::now();
-    assert!(sector.verifies(&winning, &proof.proof));
-    let mut c1_done = Vec::new();
-    for c in c1s {
-        c1_done.push(c.await.unwrap());
+    let sent = Instant::now();
+    let proving = tokio::spawn({
+        let (mut curio, winning) = (d.curio(), winning.clone());
+        async move { curio.prove(winning).await }
+    });
+    let mut admitted = None;
+    while admitted.is_none() && sent.elapsed() < Duration::from_secs(60) {
+        if d.unfinished(ProofKind::WinningPost) > 0 || d.engine.status().completed > 0 {
+            admitted = Some(Instant::now());
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    let last = c1_done.into_iter().max().unwrap();
-    assert!(
-        proved < last,
-        "the WinningPoSt waited for every C1 to be parsed"
+    let admitted = admitted.expect("the WinningPoSt became a job within 60 s");
+    // In arrival order it would wait for both queued C1s to be parsed: it must become a job
+    // before even the one being parsed when it came is through.
+    let (next, answer) = parsed.recv().await.expect("the second C1 answered");
+    answer.expect("the second C1 admitted");
+    eprintln!(
+        "first C1 parsed; WinningPoSt a job {:?} later; next C1 parsed {:?} after the first",
+        admitted - sent,
+        next - first
     );
+    assert!(
+        admitted < next,
+        "the WinningPoSt waited in line: a job {:?} after it was sent, when the next C1 was \
+         parsed {:?} after the first",
+        admitted - sent,
+        next - first
+    );
+    let proof = proving.await.unwrap().expect("the one try");
+    assert!(sector.verifies(&winning, &proof.proof));
+    let (_, answer) = parsed.recv().await.expect("the third C1 answered");
+    answer.expect("the third C1 admitted");
     d.stop().await;
 }

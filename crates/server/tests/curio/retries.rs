@@ -4,10 +4,10 @@
 
 use std::time::{Duration, Instant};
 
-use zkforge_engine::EngineConfig;
+use zkforge_engine::{EngineConfig, StageEvent};
 use zkforge_filecoin::ProofKind;
 
-use crate::daemon::{add_params, Setup, TestDaemon};
+use crate::daemon::{add_params, ReleaseOnDrop, Setup, TestDaemon};
 use crate::requests::Sector;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -59,6 +59,94 @@ async fn a_job_cancelled_by_another_client_is_proved_by_curios_retry() {
     let outcome = task.await.unwrap();
     assert_eq!(outcome.errors, ["cuzk proof cancelled"]);
     assert!(sector.verifies(&req, outcome.proof()));
+    d.stop().await;
+}
+
+/// Jobs the engine has started so far (its TIMELINE's submissions).
+fn jobs_started(d: &TestDaemon) -> usize {
+    d.engine
+        .timeline()
+        .iter()
+        .filter(|e| e.event == StageEvent::JobSubmit)
+        .count()
+}
+
+// A WindowPoSt (Curio tries it 5 times) rather than a PoRep: the rules are the same for every
+// kind, and a 2 KiB PoRep proof takes ~25 s of the CPU backend where a WindowPoSt takes ~1 s.
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_completed_proof_retried_by_curio_returns_its_proof_without_proving_again() {
+    let sector = Sector::new(17);
+    let d = TestDaemon::start(Setup::default()).await;
+    let req = sector.window_post();
+    let mut curio = d.curio();
+    let first = curio.prove(req.clone()).await.expect("the first try");
+    assert!(sector.verifies(&req, &first.proof));
+    // Curio's task failed after the proof came back (its database, say): the scheduler
+    // retries with the same request.
+    let retry = curio.prove(req.clone()).await.expect("the retry");
+    assert_eq!(retry.proof, first.proof, "the completed job's own proof");
+    assert_eq!(retry.job_id, first.job_id, "the same job");
+    assert_eq!(jobs_started(&d), 1, "no second job was started");
+    let status = curio.get_status().await.unwrap();
+    assert_eq!(
+        (status.total_proofs_completed, status.total_proofs_failed),
+        (1, 0),
+        "one proof computed, as Curio's GetStatus reads it"
+    );
+    // The control: the same payload under another id is proved again, with new random
+    // (r, s), so equal bytes above can only be the kept result.
+    let mut other = req.clone();
+    other.request_id.push_str("-again");
+    let again = curio.prove(other.clone()).await.expect("another id");
+    assert!(sector.verifies(&other, &again.proof));
+    assert_ne!(again.proof, first.proof, "a second proof has other bytes");
+    assert_eq!(jobs_started(&d), 2);
+    d.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_payload_under_an_ended_jobs_request_id_replaces_it_and_is_proved() {
+    // Two sectors' partitions under one request id: another payload for the same id, as a
+    // new C1 for a sector after a reorg is.
+    let (old, new) = (Sector::new(18), Sector::new(19));
+    let params = tempfile::tempdir().unwrap();
+    let d = TestDaemon::start(Setup {
+        params: Some(params.path().to_path_buf()),
+        ..Setup::default()
+    })
+    .await;
+    let first = old.window_post();
+    let mut second = new.window_post();
+    second.request_id = first.request_id.clone();
+    assert_ne!(first.vanilla_proofs, second.vanilla_proofs);
+    let mut curio = d.curio();
+    // The first payload's job ends FAILED (its key is missing); the key is added.
+    let failed = curio.prove(first.clone()).await.unwrap_err();
+    assert!(failed.contains("cuzk proof failed"), "{failed}");
+    add_params(ProofKind::WindowPost, params.path());
+    // The other payload under the FAILED job's id: a new job, proving that payload.
+    let replaced = curio.prove(second.clone()).await.expect("the new payload");
+    assert!(new.verifies(&second, &replaced.proof));
+    assert!(
+        !old.m.verify_window_post(&replaced.proof).unwrap_or(false),
+        "the proof is of the new payload, not the failed job's"
+    );
+    assert_eq!(jobs_started(&d), 2);
+    // The first payload again, under the id whose job is now COMPLETED with the other one:
+    // it replaces that job too, and its own proof comes back, not the kept one.
+    let back = curio
+        .prove(first.clone())
+        .await
+        .expect("the first payload again");
+    assert!(old.verifies(&first, &back.proof));
+    assert!(!new.m.verify_window_post(&back.proof).unwrap_or(false));
+    assert_ne!(back.job_id, replaced.job_id);
+    assert_eq!(jobs_started(&d), 3);
+    // That job's retry is that job's proof.
+    let retry = curio.prove(first.clone()).await.expect("the retry");
+    assert_eq!((retry.job_id, retry.proof), (back.job_id, back.proof));
+    assert_eq!(jobs_started(&d), 3);
     d.stop().await;
 }
 
@@ -173,6 +261,66 @@ async fn a_stop_answers_every_call_in_flight_by_its_deadline_and_the_retries_pro
     let outcome = d.curio().task(window.clone(), |_, _| {}).await;
     assert!(sector.verifies(&window, outcome.proof()));
     d.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_call_on_curios_open_channels_during_the_drain_is_unavailable_at_once() {
+    let sector = Sector::new(20);
+    let deadline = Duration::from_secs(2);
+    let d = TestDaemon::start(Setup {
+        held: vec![ProofKind::PoRep],
+        shutdown_deadline: deadline,
+        ..Setup::default()
+    })
+    .await;
+    let addr = d.tcp();
+    // Curio's channel, connected, with a PoRep in flight on it (its tasks share one client):
+    // the connection stays open through the drain for that call's answer.
+    let mut busy = d.curio();
+    busy.get_status().await.expect("connected");
+    let porep = tokio::spawn({
+        let (mut curio, req) = (busy.clone(), sector.porep());
+        async move { curio.prove(req).await }
+    });
+    d.until_unfinished(ProofKind::PoRep, 1).await;
+    // Another Curio node's channel: connected, nothing in flight.
+    let mut idle = d.curio();
+    idle.get_status().await.expect("connected");
+    let stopping = d.signal_stop();
+    let _release = ReleaseOnDrop(stopping.hold.clone());
+    (stopping.signal)();
+    let signalled = Instant::now();
+    // The drain has started once the listener refuses a new connection (it closes it first).
+    while tokio::net::TcpStream::connect(addr).await.is_ok() {
+        assert!(
+            signalled.elapsed() < Duration::from_secs(2),
+            "the listener still accepts"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // A new Prove on either channel fails at once, UNAVAILABLE: Curio's task fails over
+    // instead of waiting for the deadline or being admitted into a stopping daemon.
+    let winning = sector.winning_post();
+    for (channel, curio) in [("busy", &mut busy), ("idle", &mut idle)] {
+        let t = Instant::now();
+        let refused = tokio::time::timeout(Duration::from_secs(1), curio.prove(winning.clone()))
+            .await
+            .unwrap_or_else(|_| panic!("the {channel} channel's call waited past a second"))
+            .unwrap_err();
+        assert!(refused.contains("Unavailable"), "{channel}: {refused}");
+        assert!(
+            t.elapsed() < Duration::from_millis(500),
+            "{channel}: {:?}",
+            t.elapsed()
+        );
+    }
+    // The call in flight on the busy channel is still answered, at the deadline.
+    let e = porep.await.unwrap().unwrap_err();
+    assert!(e.contains("shutdown_deadline"), "{e}");
+    assert!(signalled.elapsed() > deadline - Duration::from_millis(100));
+    stopping.served.await.unwrap();
+    stopping.engine.stop_within(Some(Duration::from_secs(1)));
+    stopping.hold.release(false);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
