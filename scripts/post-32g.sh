@@ -10,6 +10,8 @@
 # GiB (host memory) at $WORK/params-ram and moves each recorded matrix file to the disk,
 # leaving a link. A test path for a box without the disk a real deployment has: the daemon's
 # "auto" memory budget starts from MemAvailable, which the tmpfs's pages are not part of.
+# HOLD=N: a second process holds all but N GiB of the card while each kind's daemon runs
+# (scripts/hold-vram.py), so the daemon meets an N GiB card (issue 35).
 # On the CPU (BIN=target/release BACKEND=cpu KINDS=winning-post) this runs on any machine;
 # the larger kinds need the GPU path's generation and memory. Output as in gpu-common.sh.
 source "$(dirname "$0")/gpu-common.sh"
@@ -58,6 +60,13 @@ for kind in $kinds; do
 [engine]
 synthesis_workers = ${SYNTH_WORKERS:-2}
 TOML
+  holder=""
+  if [ -n "${HOLD:-}" ]; then
+    python3 "$root/scripts/hold-vram.py" "$HOLD" > "$out/holder-$kind.log" 2>&1 &
+    holder=$!
+    for _ in $(seq 1 60); do grep -q holding "$out/holder-$kind.log" && break; sleep 1; done
+    tee -a "$out/summary.txt" < "$out/holder-$kind.log"
+  fi
   daemon_up "$out/daemon-$kind.log" --config "$work/daemon-$kind.toml"
   run "batch-$kind" 560 "$zk" bench batch --addr 127.0.0.1:9820 --type "$kind" --fixtures "$fx" \
     --params "$params" -c "${PROOFS:-2}" -j 1 --verify --json "$out/batch-$kind.json"
@@ -66,8 +75,9 @@ TOML
   grep -oE '"(process_peak_rss_bytes|memory_peak_bytes|vram_reserved_bytes)": ?[0-9]+' \
     "$out/status-$kind.json" | tee -a "$out/summary.txt"
   kill -TERM "$daemon"; wait "$daemon"
-  grep -E "read from its file" "$out/daemon-$kind.log" | sed 's/\x1b\[[0-9;]*m//g' | cut -c1-400 \
-    | tee -a "$out/summary.txt"
+  [ -n "$holder" ] && kill "$holder" 2>/dev/null && wait "$holder" 2>/dev/null
+  grep -E "read from its file|placement|page-locked|on the device|killed|panicked|ERROR" \
+    "$out/daemon-$kind.log" | sed 's/\x1b\[[0-9;]*m//g' | cut -c1-500 | tee -a "$out/summary.txt"
   "$zk" timeline "$out/daemon-$kind.log" --svg "$out/timeline-$kind-$size.svg" \
     > "$out/timeline-$kind.txt" 2>&1
   tail -n 8 "$out/timeline-$kind.txt"

@@ -280,7 +280,7 @@ fn bench_porep(dev: &CudaDevice, seed: u64, rows: &mut Table) {
 }
 
 /// The phased order's MSMs (backend/phased.rs): PoRep's five, shaped as in `bench_porep`, each
-/// summed in chunks of 4, 8, 16 and 32 Mi points against whole, every chunked sum checked
+/// summed in chunks of 4 to 64 Mi points against whole, every chunked sum checked
 /// equal to the whole one. What a chunk costs decides the chunk size a card can afford.
 fn bench_chunks(dev: &CudaDevice, seed: u64, rows: &mut Table) {
     let (n_h, n_l, n_a, n_b) = ((1usize << 27) - 1, 130_148_591, 129_758_145, 33_057_742);
@@ -310,7 +310,7 @@ fn bench_chunks(dev: &CudaDevice, seed: u64, rows: &mut Table) {
             d.msm_g2_resident_chunked(&g2, &b, k / 2).unwrap(),
         )
     };
-    for lg in [22u32, 23, 24, 25, 27] {
+    for lg in [22u32, 23, 24, 25, 26, 27] {
         let k = 1usize << lg;
         let (sh, sl, _, _, sb2) = five(dev, k);
         assert!(

@@ -8,9 +8,10 @@
 //! a streamed key (`KeyPlacement::pin_key`), so the copies run at the link's pinned rate;
 //! from pageable memory they are correct, only slower.
 //!
-//! A resident query in a partition that streams others is summed over the same chunks, in
-//! place: each MSM's scratch is then a chunk's, whatever the query's length, which is what lets
-//! the phased order (phased.rs) keep its footprint small.
+//! A resident query is summed in place, in chunks as large as the room its caller gives the
+//! MSM's scratch (`resident_chunk`): each MSM's scratch is then bounded whatever the query's
+//! length, which is what lets the phased order (phased.rs) keep its footprint small, and the
+//! fewer the chunks the less the fixed cost of each (its bucket reduction and readback).
 //!
 //! Each chunk is a complete MSM; the sums of a query's chunks are added on the host. Every
 //! chunk's kernels have ended when its MSM returns (it reads its window sums back), which is
@@ -20,6 +21,7 @@ use cudarc::driver::CudaSlice;
 use group::Group;
 
 use crate::device::{CudaDevice, DeviceScalars};
+use crate::host::MsmOptions;
 use crate::msm::{Curve, G1, G2};
 use crate::CudaError;
 
@@ -55,6 +57,28 @@ pub(crate) struct ChunkedMsms<'a> {
 /// Points of a chunk of `chunk_words` words for a curve of `limbs` limbs a point.
 pub(crate) fn chunk_points(chunk_words: usize, limbs: usize) -> usize {
     (chunk_words / limbs).max(1)
+}
+
+/// Points a chunk of an MSM over `n` resident bases of `limbs` limbs a point may have so that
+/// its scratch fits `room` bytes: the largest power of two that does (the whole MSM when it
+/// fits), never fewer than `floor` (the streamed chunk's, which the footprint counts).
+pub(crate) fn resident_chunk(
+    n: usize,
+    limbs: usize,
+    room: u64,
+    floor: usize,
+    msm: &MsmOptions,
+) -> usize {
+    // The MSM's projective (XYZZ) points are twice the affine ones' limbs.
+    let fits = |points: usize| crate::msm::scratch_bytes(points, 2 * limbs, msm) <= room;
+    if fits(n) {
+        return n.max(1);
+    }
+    let mut points = floor.max(1);
+    while points * 2 < n && fits(points * 2) {
+        points *= 2;
+    }
+    points
 }
 
 impl<'a> ChunkedMsms<'a> {
@@ -107,19 +131,29 @@ impl<'a> ChunkedMsms<'a> {
         Ok(())
     }
 
+    /// Device bytes of the two chunk buffers (none when nothing streams).
+    pub fn buffer_bytes(&self) -> u64 {
+        if self.chunks.is_empty() {
+            0
+        } else {
+            2 * self.chunk_words as u64 * 8
+        }
+    }
+
     /// Σ scalars[i]·bases[i] over the query `query` (its index in `new`'s list), chunk by
-    /// chunk on `dev`'s stream.
+    /// chunk on `dev`'s stream; over resident bases in chunks whose scratch fits `room`.
     fn msm<C: Curve>(
         &mut self,
         dev: &CudaDevice,
-        query: usize,
+        (query, room): (usize, u64),
         bases: &Bases<'_>,
         limbs: usize,
         scalars: &DeviceScalars,
     ) -> Result<C::Proj, CudaError> {
         let words = match bases {
             Bases::Device(buf) => {
-                let points = chunk_points(self.chunk_words, limbs);
+                let floor = chunk_points(self.chunk_words, limbs);
+                let points = resident_chunk(scalars.len, limbs, room, floor, &dev.msm);
                 return dev.msm_chunked::<C>(buf, limbs, scalars, points);
             }
             Bases::Host(words) => words,
@@ -165,10 +199,12 @@ impl<'a> ChunkedMsms<'a> {
         Ok(acc)
     }
 
+    /// The MSM of query `query` (its index in `new`'s list) over G1 bases, with `room` bytes
+    /// for a resident query's scratch.
     pub fn msm_g1(
         &mut self,
         dev: &CudaDevice,
-        query: usize,
+        query: (usize, u64),
         bases: &Bases<'_>,
         scalars: &DeviceScalars,
     ) -> Result<blstrs::G1Projective, CudaError> {
@@ -178,7 +214,7 @@ impl<'a> ChunkedMsms<'a> {
     pub fn msm_g2(
         &mut self,
         dev: &CudaDevice,
-        query: usize,
+        query: (usize, u64),
         bases: &Bases<'_>,
         scalars: &DeviceScalars,
     ) -> Result<blstrs::G2Projective, CudaError> {

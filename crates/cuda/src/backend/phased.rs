@@ -62,8 +62,11 @@ pub(crate) fn footprint(
         x + xa + xb,
         xa + xb + chunked,
     ];
-    phases.into_iter().max().unwrap_or(0) + (64 << 20)
+    phases.into_iter().max().unwrap_or(0) + MARGIN
 }
+
+/// Device bytes a partition reserves beyond its phases' largest (allocation rounding).
+const MARGIN: u64 = 64 << 20;
 
 /// The witness's scalars on the device before the kernel lock: the aux and inputs when the
 /// device computes a, b, c; a, b, c themselves when synthesis did.
@@ -193,26 +196,45 @@ fn msms(
         ),
     ];
     let order: Vec<(&Bases, usize)> = bases.iter().map(|(b, l)| (b, *l)).collect();
-    let mut chunks = ChunkedMsms::new(d, &order, d.stream_chunk * G1_LIMBS * 8)?;
+    let chunk_bytes = d.stream_chunk * G1_LIMBS * 8;
+    let mut chunks = ChunkedMsms::new(d, &order, chunk_bytes)?;
+    // A resident query's MSM may take, for its scratch, whatever of the partition's
+    // reservation the vectors live beside it leave (the h step's three vectors are the peak;
+    // the MSMs' own phases are below it, H's by a chunk, L's and the others' by much more).
+    let s = std::mem::size_of::<Scalar>() as u64;
+    let reserved = footprint(
+        &key.lengths(),
+        &d.msm,
+        chunk_bytes as u64,
+        block_bytes(chunk_bytes as u64),
+    ) - MARGIN;
+    let buffers = chunks.buffer_bytes();
+    let room = |live: &[usize]| {
+        let live: u64 = live.iter().map(|&n| n as u64 * s).sum();
+        reserved.saturating_sub(live + buffers)
+    };
     // The aux crosses again on a stream of its own while H's MSM runs. Whatever happens
     // below, that copy ends before the witness it reads from can go back to the pool.
     let uploader = d.fork()?;
     let aux = uploader.upload_padded(&w.aux, w.aux.len());
     let sums = aux.and_then(|aux| {
-        let sum_h = chunks.msm_g1(d, 0, &bases[0].0, &h)?;
+        let at = (0, room(&[h.len, aux.len]));
+        let sum_h = chunks.msm_g1(d, at, &bases[0].0, &h)?;
         drop(h);
-        let l = chunks.msm_g1(d, 1, &bases[1].0, &aux)?;
+        let l = chunks.msm_g1(d, (1, room(&[aux.len])), &bases[1].0, &aux)?;
         let a_aux = d.gather_by_density(&aux, &w.a_aux_density)?;
         let b_aux = d.gather_by_density(&aux, &w.b_aux_density)?;
         drop(aux);
-        let a = chunks.msm_g1(d, 2, &bases[2].0, &a_aux)?;
+        let at = (2, room(&[a_aux.len, b_aux.len]));
+        let a = chunks.msm_g1(d, at, &bases[2].0, &a_aux)?;
         drop(a_aux);
+        let at = (3, room(&[b_aux.len]));
         Ok(QuerySums {
             h: sum_h,
             l,
             a,
-            b_g1: chunks.msm_g1(d, 3, &bases[3].0, &b_aux)?,
-            b_g2: chunks.msm_g2(d, 4, &bases[4].0, &b_aux)?,
+            b_g1: chunks.msm_g1(d, at, &bases[3].0, &b_aux)?,
+            b_g2: chunks.msm_g2(d, (4, at.1), &bases[4].0, &b_aux)?,
         })
     });
     uploader.synchronize()?;
@@ -245,5 +267,39 @@ mod tests {
         // The resident order reserves 29.94 GiB for the same partition.
         let resident = super::super::partition::footprint(&porep_32g(), &msm);
         assert!(resident > 29 * GIB, "{resident}");
+    }
+
+    #[test]
+    fn resident_msms_take_the_room_below_the_peak_and_no_more() {
+        use super::super::chunks::resident_chunk;
+        let msm = MsmOptions::default();
+        let chunk_bytes = (1u64 << 23) * 96;
+        let reserved =
+            footprint(&porep_32g(), &msm, chunk_bytes, block_bytes(chunk_bytes)) - MARGIN;
+        let plan = PartitionPlan::new(&porep_32g(), EvaluationSite::Device);
+        let s = 32u64;
+        let floor = 1usize << 23;
+        for buffers in [0, 2 * chunk_bytes] {
+            // H beside the aux, L, A beside B's compaction, then B's G1 and G2.
+            let msms = [
+                (plan.domain, plan.domain + plan.aux, G1_LIMBS),
+                (plan.aux, plan.aux, G1_LIMBS),
+                (plan.a_aux, plan.a_aux + plan.b_aux, G1_LIMBS),
+                (plan.b_aux, plan.b_aux, G1_LIMBS),
+                (plan.b_aux, plan.b_aux, G2_LIMBS),
+            ];
+            let mut chunks = Vec::new();
+            for (n, live, limbs) in msms {
+                let room = reserved - live as u64 * s - buffers;
+                let points = resident_chunk(n, limbs, room, floor >> (limbs / G1_LIMBS - 1), &msm);
+                let scratch = gpu_msm::scratch_bytes(points, 2 * limbs, &msm);
+                assert!(scratch <= room || points == floor >> (limbs / G1_LIMBS - 1));
+                assert!(live as u64 * s + buffers + scratch <= reserved + MARGIN);
+                chunks.push(points);
+            }
+            println!("buffers {buffers}: chunks {chunks:?}");
+            // Every MSM after H's has room for chunks larger than a streamed one.
+            assert!(chunks[1..4].iter().all(|&p| p > floor), "{chunks:?}");
+        }
     }
 }
