@@ -17,6 +17,7 @@ use crate::jobs::JobTable;
 use crate::params_source::ParamsSource;
 use crate::pipeline::{Pipeline, SynthUnit};
 use crate::queue::{UnitKey, UnitQueue};
+use crate::randomness::Randomness;
 use crate::srs_store::SrsStore;
 use crate::stats::WorkerId;
 use crate::status::{self, EngineStatus};
@@ -36,6 +37,8 @@ pub struct JobRequest {
     pub input_bytes: u64,
     /// Digest of the payload, so that a `request_id` reused for another request is refused.
     pub payload_digest: Option<[u8; 32]>,
+    /// Where the partitions' r and s come from: entropy for every client's request.
+    pub randomness: Randomness,
 }
 
 impl JobRequest {
@@ -47,6 +50,15 @@ impl JobRequest {
             priority: None,
             input_bytes: 0,
             payload_digest: None,
+            randomness: Randomness::Entropy,
+        }
+    }
+
+    /// This request with r and s drawn from `seed` (see [`Randomness::Seeded`]).
+    pub fn seeded(self, seed: u64) -> Self {
+        Self {
+            randomness: Randomness::Seeded(seed),
+            ..self
         }
     }
 }
@@ -156,6 +168,7 @@ impl Engine {
             req.circuits,
             req.input_bytes,
             req.payload_digest,
+            req.randomness,
         ));
         jobs.by_id.insert(id, job.clone());
         if let Some(r) = req.request_id {

@@ -108,6 +108,8 @@ pub(crate) struct Job {
     pub input_bytes: u64,
     /// Digest of the request's payload: a `request_id` reused with another payload is refused.
     pub payload_digest: Option<[u8; 32]>,
+    /// Where its partitions' r and s come from.
+    pub randomness: crate::Randomness,
     pub stop: AtomicBool,
     pub progress: Mutex<Progress>,
     /// Blocking waiters ([`Job::wait`]).
@@ -130,6 +132,7 @@ impl Job {
         circuits: Arc<dyn PartitionedCircuit>,
         input_bytes: u64,
         payload_digest: Option<[u8; 32]>,
+        randomness: crate::Randomness,
     ) -> Self {
         let n = circuits.partitions();
         Self {
@@ -141,6 +144,7 @@ impl Job {
             submitted: Instant::now(),
             input_bytes,
             payload_digest,
+            randomness,
             stop: AtomicBool::new(false),
             progress: Mutex::new(Progress {
                 proofs: vec![None; n],

@@ -13,6 +13,7 @@ mod params_source;
 mod pinned;
 mod pipeline;
 mod queue;
+mod randomness;
 mod srs_store;
 mod stats;
 mod status;
@@ -28,6 +29,7 @@ pub use config::{
 pub use engine::{Engine, JobRequest};
 pub use job::{JobId, JobOutcome, JobResult, JobTimings, JobWatch, Priority};
 pub use params_source::{ParamsDir, ParamsSource};
+pub use randomness::Randomness;
 pub use srs_store::{KeyTier, LoadedSrs};
 pub use stats::{Histogram, LatencySeries, Measure, Stage, WorkerId, LATENCY_BUCKETS_SECONDS};
 pub use status::{DeviceStatus, EngineStatus, KindCounts, PartitionStatus, WorkerStatus};

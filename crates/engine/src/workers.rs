@@ -7,8 +7,7 @@ use std::time::{Duration, Instant};
 use rand::SeedableRng;
 use zkforge_groth16::synthesis::pool::with_pool;
 use zkforge_groth16::{
-    prover, reaper, verify::verify, Dispatch, EvaluationSite, Proof, ProofRandomness, ProveReport,
-    Scalar, Witness,
+    prover, reaper, verify::verify, Dispatch, EvaluationSite, Proof, ProveReport, Scalar, Witness,
 };
 
 use crate::job::{ms, Job, JobOutcome, Priority};
@@ -316,7 +315,7 @@ fn prove_unit(
             .lock_wait(engine_wait),
     );
     let start = Instant::now();
-    let rnd = ProofRandomness::random(rng);
+    let rnd = job.randomness.for_partition(k, rng);
     let mut report = ProveReport::default();
     let result = catch_unwind(AssertUnwindSafe(|| {
         prover::prove_on(

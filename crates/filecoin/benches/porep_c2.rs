@@ -3,15 +3,16 @@
 //!
 //! `cargo bench -p zkforge-filecoin --bench porep_c2 -- [--runs N]`. Parameters come from
 //! `$ZKFORGE_CACHE/params` (default `~/.cache/zkforge/params`), generated if missing. Both sides
-//! are timed after one warm-up, with parameters already in memory; both include synthesis and
-//! the final verification.
+//! are timed after one warm-up, with parameters already in memory (ours resident in the
+//! engine, as in the daemon); both include synthesis and the final verification.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rand_core::SeedableRng;
-use zkforge_filecoin::{params, porep, prove_all, ProofKind};
+use zkforge_engine::{Engine, EngineConfig, JobOutcome, JobRequest, ParamsDir};
+use zkforge_filecoin::{params, porep, ProofKind};
 use zkforge_fixtures as fixtures;
-use zkforge_groth16::{CpuBackend, ReadOptions};
+use zkforge_groth16::CpuBackend;
 
 fn median(mut v: Vec<Duration>) -> f64 {
     v.sort();
@@ -28,35 +29,31 @@ fn main() {
         .unwrap_or(2usize);
     let dir = params::zkforge_cache_dir().join("params");
     std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &dir);
-    let id = params::ensure_test_params(ProofKind::PoRep, 2048, &dir, &()).unwrap();
-    let pk = id.load(&dir, ReadOptions::default()).unwrap();
+    params::ensure_test_params(ProofKind::PoRep, 2048, &dir, &()).unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let m = fixtures::make(2048, tmp.path(), 7).unwrap();
     let c1 = porep::parse_c1(&std::fs::read(tmp.path().join(&m.c1_raw)).unwrap()).unwrap();
     let prover_id = fixtures::unhex32(&m.prover_id).unwrap();
     let sector = filecoin_proofs_api::SectorId::from(m.sector_id);
 
-    let mut rng = rand_chacha::ChaCha20Rng::from_entropy();
-    // The product path: the circuit's recording (cached beside the parameters, as the daemon
-    // keeps it) and per proof only the assignment.
-    let circuits = porep::porep_circuits(c1.clone()).unwrap();
-    let matrices =
-        zkforge_circuits::cached_matrices(circuits.as_ref(), Some(&id.matrices_path(&dir)))
-            .unwrap()
-            .map(std::sync::Arc::new);
+    // The product path: the engine, with the key and the circuit's recording (cached beside
+    // the parameters) resident after the warm-up, per proof only the assignment.
+    let engine = Engine::start(
+        EngineConfig::default(),
+        Arc::new(CpuBackend::new()),
+        Box::new(ParamsDir(dir.clone())),
+    )
+    .unwrap();
     let (mut ours, mut theirs) = (Vec::new(), Vec::new());
     for run in 0..=runs {
         let t = Instant::now();
         let circuits = porep::porep_circuits(c1.clone()).unwrap();
-        let proof = prove_all(
-            circuits.as_ref(),
-            matrices.as_ref(),
-            &CpuBackend::new(),
-            &pk,
-            &mut rng,
-        )
-        .unwrap()
-        .proof;
+        let job = engine.submit(JobRequest::new(Arc::from(circuits))).unwrap();
+        let done = engine.wait(job, Some(Duration::from_secs(3600))).unwrap();
+        let proof = match done.expect("proved within the hour").outcome {
+            JobOutcome::Completed(proof) => proof,
+            other => panic!("the engine did not prove it: {other:?}"),
+        };
         let dt = t.elapsed();
         assert!(m.verify_porep(&proof).unwrap());
 

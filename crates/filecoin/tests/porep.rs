@@ -13,16 +13,16 @@ use std::sync::OnceLock;
 use bellperson::groth16 as bp;
 use blstrs::Bls12;
 use rand_core::SeedableRng;
-use zkforge_filecoin::{porep, prove_all};
+use zkforge_filecoin::porep;
 use zkforge_fixtures::Manifest;
-use zkforge_groth16::{CpuBackend, ProofRandomness, ReadOptions};
+use zkforge_groth16::{ProofRandomness, ReadOptions};
 
 fn read(dir: &std::path::Path, name: &std::path::Path) -> Vec<u8> {
     std::fs::read(dir.join(name)).unwrap()
 }
 
-/// The seed of the shared proof's randomness: `prove_all` draws r, then s, from it, as
-/// [`ProofRandomness::random`] does for bellperson's proof.
+/// The seed of the shared proof's randomness: the engine draws r, then s, from it (a seeded
+/// job), as [`ProofRandomness::random`] does for bellperson's proof.
 const PROOF_SEED: u64 = 2;
 
 /// A sealed 2 KiB sector's public values and its C1 in both formats (sealed once for the
@@ -45,29 +45,18 @@ fn sector() -> &'static Sector {
     })
 }
 
-/// One proof of the sector's wrapper C1 by the product path (`prove_all`: the native
-/// assignment, a, b, c from the recorded matrices, the self-check), r and s drawn from
+/// One proof of the sector's wrapper C1 through the engine, the one proving pipeline (the
+/// native assignment, a, b, c from the recorded matrices, the self-check), r and s drawn from
 /// [`PROOF_SEED`]; made once for the tests of this binary (they wait for one another here).
 fn proof() -> &'static [u8] {
     static PROOF: OnceLock<Vec<u8>> = OnceLock::new();
     PROOF.get_or_init(|| {
-        let (dir, id) = common::porep_params();
-        let pk = id.load(&dir, ReadOptions::default()).unwrap();
         let c1 = porep::parse_c1(&sector().wrapper).unwrap();
         let circuits = porep::porep_circuits(c1).unwrap();
         assert_eq!(circuits.partitions(), 1);
-        let matrices = common::matrices(circuits.as_ref());
-        let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(PROOF_SEED);
-        let report = prove_all(
-            circuits.as_ref(),
-            Some(&matrices),
-            &CpuBackend::new(),
-            &pk,
-            &mut rng,
-        )
-        .unwrap();
-        assert_eq!(report.proof.len(), 192);
-        report.proof
+        let proof = common::prove(circuits, PROOF_SEED);
+        assert_eq!(proof.len(), 192);
+        proof
     })
 }
 

@@ -8,7 +8,7 @@ use zkforge_filecoin::snap::{snap_circuits, SnapRequest};
 use zkforge_filecoin::{PartitionedCircuit, ProofKind};
 use zkforge_fixtures::{read_base64_list, unhex32, Manifest};
 
-fn prove(kind: ProofKind, circuits: &dyn PartitionedCircuit) -> Vec<u8> {
+fn prove(kind: ProofKind, circuits: Box<dyn PartitionedCircuit>) -> Vec<u8> {
     assert_eq!(circuits.kind(), kind);
     common::prove(circuits, 5)
 }
@@ -37,7 +37,7 @@ fn snap_request(dir: &std::path::Path, m: &Manifest) -> SnapRequest {
 fn winning_post_verifies_with_filecoin_proofs() {
     let (dir, m) = common::sector(21);
     let circuits = post_circuits(post_request(dir.path(), &m, false)).unwrap();
-    let proof = prove(ProofKind::WinningPost, circuits.as_ref());
+    let proof = prove(ProofKind::WinningPost, circuits);
     assert!(m.verify_winning_post(&proof).unwrap());
     let mut bad = proof.clone();
     bad[60] ^= 1;
@@ -49,7 +49,7 @@ fn window_post_partition_verifies_with_filecoin_proofs() {
     let (dir, m) = common::sector(22);
     let circuits = post_circuits(post_request(dir.path(), &m, true)).unwrap();
     assert_eq!(circuits.kind(), ProofKind::WindowPost);
-    let proof = prove(ProofKind::WindowPost, circuits.as_ref());
+    let proof = prove(ProofKind::WindowPost, circuits);
     assert!(m.verify_window_post(&proof).unwrap());
 }
 
@@ -57,8 +57,9 @@ fn window_post_partition_verifies_with_filecoin_proofs() {
 fn snap_deals_verifies_with_filecoin_proofs() {
     let (dir, m) = common::sector(23);
     let circuits = snap_circuits(snap_request(dir.path(), &m)).unwrap();
-    let proof = prove(ProofKind::SnapDeals, circuits.as_ref());
-    assert_eq!(proof.len(), 192 * circuits.partitions());
+    let partitions = circuits.partitions();
+    let proof = prove(ProofKind::SnapDeals, circuits);
+    assert_eq!(proof.len(), 192 * partitions);
     assert!(m.verify_snap(&proof).unwrap());
 }
 

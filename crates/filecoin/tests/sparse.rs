@@ -58,7 +58,7 @@ fn sparse_2kib_c1_proves_and_verify_seal_accepts_it() {
         serde_json::to_vec(&raw).unwrap()
     );
     let circuits = porep::porep_circuits(c1).unwrap();
-    let proof = common::prove(circuits.as_ref(), 3);
+    let proof = common::prove(circuits, 3);
     assert!(
         m.verify_porep(&proof).unwrap(),
         "verify_seal accepts the proof of a sparse C1"

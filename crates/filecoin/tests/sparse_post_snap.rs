@@ -29,7 +29,7 @@ fn sparse_2kib_post_inputs_prove_and_filecoin_proofs_accepts_them() {
             "{kind}: a full partition"
         );
         let circuits = post_circuits(common::post_request(out.path(), &m, p)).unwrap();
-        let proof = common::prove(circuits.as_ref(), seed);
+        let proof = common::prove(circuits, seed);
         let verified = match kind {
             ProofKind::WinningPost => m.verify_winning_post(&proof),
             _ => m.verify_window_post(&proof),
@@ -96,7 +96,7 @@ fn sparse_2kib_snap_inputs_prove_and_filecoin_proofs_accepts_them() {
         comm_d_new: unhex32(&s.comm_d_new).unwrap(),
     };
     let circuits = snap_circuits(req).unwrap();
-    let proof = common::prove(circuits.as_ref(), 6);
+    let proof = common::prove(circuits, 6);
     assert!(
         m.verify_snap(&proof).unwrap(),
         "filecoin-proofs accepts the sparse SnapDeals"

@@ -176,7 +176,7 @@ fn a_large_key_decodes_piece_by_piece() {
 
 /// A point replaced by another valid point decodes on every load path (the file cannot tell);
 /// what keeps such a key from yielding a proof is the self-check every proof gets before it is
-/// returned (the engine's and `prove_all`'s: `verify` against the key's own verifying key).
+/// returned (the engine's: `verify` against the key's own verifying key).
 /// Each point the prover or the verifier reads, replaced in turn, fails it.
 #[test]
 fn a_valid_point_in_the_wrong_place_never_yields_an_accepted_proof() {

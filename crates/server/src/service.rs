@@ -13,7 +13,8 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 use tonic::{Request, Response, Status};
 use zkforge_engine::{
-    Engine, JobId, JobOutcome, JobRequest, JobResult, Priority, SubmitError, MAX_REQUEST_ID_BYTES,
+    Engine, JobId, JobOutcome, JobRequest, JobResult, Priority, Randomness, SubmitError,
+    MAX_REQUEST_ID_BYTES,
 };
 use zkforge_filecoin::{registry, ParamsId};
 
@@ -147,6 +148,7 @@ impl ProvingService {
                 priority: Some(priority),
                 input_bytes,
                 payload_digest: digest,
+                randomness: Randomness::Entropy,
             })
             .map_err(submit_status)?;
         Ok(pb::SubmitProofResponse {

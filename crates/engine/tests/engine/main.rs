@@ -470,3 +470,26 @@ fn kernel_locking_backends_get_concurrent_workers_on_every_device() {
     assert_eq!(st.devices.len(), 2);
     assert_eq!(st.devices[1].params_residency, "vram: 1 key(s)");
 }
+
+/// A seeded job is the one proving pipeline with r and s fixed: its bytes are the reference
+/// prover's for partition k's pair drawn k-th from the seed, whichever worker proved it when;
+/// a job from entropy proves other bytes.
+#[test]
+fn a_seeded_job_proves_the_reference_bytes() {
+    let (e, pk) = engine(config(2), 0);
+    let seeded = e
+        .submit(JobRequest::new(Arc::new(job(3, 0))).seeded(5))
+        .unwrap();
+    let fresh = e.submit(JobRequest::new(Arc::new(job(3, 0)))).unwrap();
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(5);
+    let j = job(3, 0);
+    let mut expected = Vec::new();
+    for k in 0..3 {
+        let randomness = zkforge_groth16::ProofRandomness::random(&mut rng);
+        let w = j.synthesize(k).unwrap();
+        let proof = zkforge_groth16::prover::prove(&CpuBackend::new(), &pk, w, randomness).unwrap();
+        expected.extend_from_slice(&proof.to_bytes());
+    }
+    assert_eq!(completed(&e, seeded), expected);
+    assert_ne!(completed(&e, fresh), expected);
+}

@@ -53,20 +53,32 @@ pub fn matrices(
     std::sync::Arc::new(m.expect("Filecoin circuits have recordings"))
 }
 
-/// Proves every partition on the CPU by the product path (the circuit's recorded matrices),
-/// with the cached 2 KiB parameters of its kind; the proof bytes.
-pub fn prove(circuits: &dyn zkforge_filecoin::PartitionedCircuit, seed: u64) -> Vec<u8> {
-    use rand_core::SeedableRng;
+/// Proves every partition on the CPU through the engine, the one proving pipeline (the
+/// native assignment, a, b, c from the circuit's recorded matrices, each partition's proof
+/// self-checked), with the cached 2 KiB parameters of its kind; partition k's r and s are the
+/// k-th pair drawn, r then s, from ChaCha20 seeded with `seed` (as a reference prover drawing
+/// from one such generator partition after partition). The proof bytes.
+pub fn prove(circuits: Box<dyn zkforge_filecoin::PartitionedCircuit>, seed: u64) -> Vec<u8> {
+    use std::sync::Arc;
+    use zkforge_engine::{Engine, EngineConfig, JobOutcome, JobRequest, ParamsDir};
     let (dir, id) = params(circuits.kind());
     assert_eq!(&id, circuits.params_id());
-    let pk = id
-        .load(&dir, zkforge_groth16::ReadOptions::default())
+    // Recorded once under the lock; the engine reads the recording beside the parameters.
+    matrices(circuits.as_ref());
+    let engine = Engine::start(
+        EngineConfig::default(),
+        Arc::new(zkforge_groth16::CpuBackend::new()),
+        Box::new(ParamsDir(dir)),
+    )
+    .unwrap();
+    let job = engine
+        .submit(JobRequest::new(Arc::from(circuits)).seeded(seed))
         .unwrap();
-    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
-    let backend = zkforge_groth16::CpuBackend::new();
-    zkforge_filecoin::prove_all(circuits, Some(&matrices(circuits)), &backend, &pk, &mut rng)
-        .unwrap()
-        .proof
+    let done = engine.wait(job, Some(std::time::Duration::from_secs(3600)));
+    match done.unwrap().expect("proved within the hour").outcome {
+        JobOutcome::Completed(proof) => proof,
+        other => panic!("the engine did not prove it: {other:?}"),
+    }
 }
 
 /// A freshly sealed 2 KiB sector and its inputs, in a temporary directory.
