@@ -5,6 +5,7 @@ use crate::NttDirection;
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use ff::{Field, PrimeField};
 use group::Group;
+use zkforge_groth16::poly::Domain;
 
 /// How the GPU cuts one MSM. The default is the product path's; benchmarks and checks name
 /// others to compare them, and the `[gpu]` table's `msm_*` keys set the backend's.
@@ -53,13 +54,10 @@ impl Default for MsmOptions {
     }
 }
 
-/// ω of order n = 2^log_n: Scalar::ROOT_OF_UNITY squared (S − log_n) times.
+/// ω of order n = 2^log_n, as the Groth16 crate's `Domain` chooses it (the one place it is
+/// derived). Panics for 2^32 and beyond, which no domain reaches.
 pub fn omega(log_n: u32) -> Scalar {
-    let mut w = Scalar::ROOT_OF_UNITY;
-    for _ in log_n..Scalar::S {
-        w = w.square();
-    }
-    w
+    Domain::with_log(log_n).expect("a domain below 2^32").omega
 }
 
 /// Tables such that w^e = lo[e mod 2^lb] · hi[e >> lb] for every e < 2^ebits.
@@ -157,10 +155,11 @@ pub fn g2_from_xyzz(l: &[u64]) -> G2Projective {
     G2Projective::from(unsafe { std::mem::transmute::<blst::blst_p2_affine, G2Affine>(p) })
 }
 
-/// Vanishing-polynomial inverse on the coset: (g^m − 1)^{-1}.
+/// Z(g)⁻¹ on the coset of the domain of size m (a power of two), as `Domain` derives it.
 pub fn coset_z_inv(m: usize) -> Scalar {
-    let gm = Scalar::MULTIPLICATIVE_GENERATOR.pow_vartime([m as u64]);
-    (gm - Scalar::ONE).invert().unwrap()
+    Domain::for_len(m)
+        .expect("a domain below 2^32")
+        .vanishing_inverse_on_coset()
 }
 
 /// Reference NTT with the crate's exact conventions (natural order, coset generator 7).

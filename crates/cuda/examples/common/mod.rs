@@ -59,78 +59,130 @@ pub fn bit_scalars(n: usize, seed: u64) -> Vec<Scalar> {
     out
 }
 
+/// What the checks need of G1 and G2, so that each helper below is written once: points made
+/// and summed on the CPU, uploaded and summed on the device.
+pub trait Points: Group<Scalar = Scalar> + Curve<AffineRepr = Self::Affine> + Send + Sync {
+    type Affine: PrimeCurveAffine<Curve = Self> + std::ops::Neg<Output = Self::Affine> + Send + Sync;
+    type OnDevice;
+    /// "g1" or "g2", in check names.
+    const NAME: &'static str;
+    /// Mixed into the seeds, so that G1 and G2 inputs differ for one seed.
+    const SALT: u64;
+    fn multi_exp(points: &[Self], scalars: &[Scalar]) -> Self;
+    fn upload(
+        dev: &CudaDevice,
+        bases: &[Self::Affine],
+    ) -> Result<Self::OnDevice, zkforge_cuda::CudaError>;
+    fn msm(
+        dev: &CudaDevice,
+        bases: &Self::OnDevice,
+        scalars: &[Scalar],
+        opts: &MsmOptions,
+    ) -> Result<Self, zkforge_cuda::CudaError>;
+}
+
+/// `Points` for one group: its affine type, device bases, name, seed salt and device calls.
+macro_rules! points {
+    ($proj:ty, $affine:ty, $on_device:ty, $name:literal, $salt:literal, $upload:ident, $msm:ident) => {
+        impl Points for $proj {
+            type Affine = $affine;
+            type OnDevice = $on_device;
+            const NAME: &'static str = $name;
+            const SALT: u64 = $salt;
+            fn multi_exp(points: &[Self], scalars: &[Scalar]) -> Self {
+                <$proj>::multi_exp(points, scalars)
+            }
+            fn upload(
+                dev: &CudaDevice,
+                bases: &[$affine],
+            ) -> Result<Self::OnDevice, zkforge_cuda::CudaError> {
+                dev.$upload(bases)
+            }
+            fn msm(
+                dev: &CudaDevice,
+                bases: &Self::OnDevice,
+                scalars: &[Scalar],
+                opts: &MsmOptions,
+            ) -> Result<Self, zkforge_cuda::CudaError> {
+                dev.$msm(bases, scalars, opts)
+            }
+        }
+    };
+}
+
+points!(
+    G1Projective,
+    G1Affine,
+    zkforge_cuda::DeviceBasesG1,
+    "g1",
+    0x91,
+    upload_g1,
+    msm_g1_with
+);
+points!(
+    G2Projective,
+    G2Affine,
+    zkforge_cuda::DeviceBasesG2,
+    "g2",
+    0x92,
+    upload_g2,
+    msm_g2_with
+);
+
 /// Distinct random points: each chunk starts at a random multiple of the generator and walks
 /// by a fixed random step, so n points cost n additions instead of n scalar multiplications.
-pub fn random_g1(n: usize, seed: u64) -> Vec<G1Affine> {
-    let mut r = ChaCha20Rng::seed_from_u64(seed ^ 0x91);
-    let step = G1Projective::generator() * Scalar::random(&mut r);
-    let mut out = vec![G1Affine::identity(); n];
+pub fn random_points<P: Points>(n: usize, seed: u64) -> Vec<P::Affine> {
+    let mut r = ChaCha20Rng::seed_from_u64(seed ^ P::SALT);
+    let step = P::generator() * Scalar::random(&mut r);
+    let mut out = vec![P::Affine::identity(); n];
     out.par_chunks_mut(1 << 12).enumerate().for_each(|(i, ch)| {
-        let mut r = ChaCha20Rng::seed_from_u64(seed ^ ((i as u64) << 20));
-        let mut p = G1Projective::generator() * Scalar::random(&mut r);
+        let mut r = ChaCha20Rng::seed_from_u64(seed ^ ((i as u64) << 20) ^ P::SALT);
+        let mut p = P::generator() * Scalar::random(&mut r);
         let mut proj = Vec::with_capacity(ch.len());
         for _ in 0..ch.len() {
             proj.push(p);
             p += step;
         }
-        G1Projective::batch_normalize(&proj, ch);
+        P::batch_normalize(&proj, ch);
     });
     out
+}
+
+pub fn random_g1(n: usize, seed: u64) -> Vec<G1Affine> {
+    random_points::<G1Projective>(n, seed)
 }
 
 pub fn random_g2(n: usize, seed: u64) -> Vec<G2Affine> {
-    let mut r = ChaCha20Rng::seed_from_u64(seed ^ 0x92);
-    let step = G2Projective::generator() * Scalar::random(&mut r);
-    let mut out = vec![G2Affine::identity(); n];
-    out.par_chunks_mut(1 << 12).enumerate().for_each(|(i, ch)| {
-        let mut r = ChaCha20Rng::seed_from_u64(seed ^ ((i as u64) << 20) ^ 7);
-        let mut p = G2Projective::generator() * Scalar::random(&mut r);
-        let mut proj = Vec::with_capacity(ch.len());
-        for _ in 0..ch.len() {
-            proj.push(p);
-            p += step;
-        }
-        G2Projective::batch_normalize(&proj, ch);
-    });
-    out
+    random_points::<G2Projective>(n, seed)
 }
 
-pub fn cpu_msm_g1(b: &[G1Affine], s: &[Scalar]) -> G1Projective {
+/// Σ s[i]·b[i] by blst's Pippenger (the reference the device's MSMs are held to).
+pub fn cpu_msm<P: Points>(b: &[P::Affine], s: &[Scalar]) -> P {
     // Identity bases contribute nothing; dropping them keeps blst's Pippenger on its happy path.
-    let (b, s): (Vec<G1Affine>, Vec<Scalar>) = b
+    let (b, s): (Vec<P::Affine>, Vec<Scalar>) = b
         .iter()
         .zip(s)
         .filter(|(p, _)| !bool::from(p.is_identity()))
         .map(|(p, s)| (*p, *s))
         .unzip();
-    let p: Vec<G1Projective> = b.par_iter().map(|x| x.to_curve()).collect();
+    let p: Vec<P> = b.par_iter().map(|x| x.to_curve()).collect();
     // blst's Pippenger mishandles n = 1 and identity points on some versions; a plain sum
     // for tiny inputs keeps the reference unquestionable.
     if s.len() <= 64 {
-        return p.iter().zip(&s).map(|(p, s)| p * s).sum();
+        return p.iter().zip(&s).map(|(p, s)| *p * s).sum();
     }
     p.par_chunks(1 << 16)
         .zip(s.par_chunks(1 << 16))
-        .map(|(p, s)| G1Projective::multi_exp(p, s))
-        .reduce(G1Projective::identity, |a, b| a + b)
+        .map(|(p, s)| P::multi_exp(p, s))
+        .reduce(P::identity, |a, b| a + b)
+}
+
+pub fn cpu_msm_g1(b: &[G1Affine], s: &[Scalar]) -> G1Projective {
+    cpu_msm::<G1Projective>(b, s)
 }
 
 pub fn cpu_msm_g2(b: &[G2Affine], s: &[Scalar]) -> G2Projective {
-    // Identity bases contribute nothing; dropping them keeps blst's Pippenger on its happy path.
-    let (b, s): (Vec<G2Affine>, Vec<Scalar>) = b
-        .iter()
-        .zip(s)
-        .filter(|(p, _)| !bool::from(p.is_identity()))
-        .map(|(p, s)| (*p, *s))
-        .unzip();
-    let p: Vec<G2Projective> = b.par_iter().map(|x| x.to_curve()).collect();
-    if s.len() <= 64 {
-        return p.iter().zip(&s).map(|(p, s)| p * s).sum();
-    }
-    p.par_chunks(1 << 16)
-        .zip(s.par_chunks(1 << 16))
-        .map(|(p, s)| G2Projective::multi_exp(p, s))
-        .reduce(G2Projective::identity, |a, b| a + b)
+    cpu_msm::<G2Projective>(b, s)
 }
 
 /// Σ_j a[j]·x^j
@@ -335,10 +387,10 @@ pub fn opts_label(o: &MsmOptions) -> String {
 }
 
 /// Bases with repeated and opposite points and identities mixed in, for the edge-case mixes.
-pub fn with_edge_bases_g1(mut b: Vec<G1Affine>) -> Vec<G1Affine> {
+pub fn with_edge_bases<A: PrimeCurveAffine + std::ops::Neg<Output = A>>(mut b: Vec<A>) -> Vec<A> {
     let n = b.len();
     for i in (0..n).step_by(5) {
-        b[i] = G1Affine::identity();
+        b[i] = A::identity();
     }
     for i in (1..n).step_by(5) {
         b[i] = b[(i + 2) % n];
@@ -350,99 +402,66 @@ pub fn with_edge_bases_g1(mut b: Vec<G1Affine>) -> Vec<G1Affine> {
     b
 }
 
-pub fn with_edge_bases_g2(mut b: Vec<G2Affine>) -> Vec<G2Affine> {
-    let n = b.len();
-    for i in (0..n).step_by(5) {
-        b[i] = G2Affine::identity();
+pub fn with_edge_bases_g1(b: Vec<G1Affine>) -> Vec<G1Affine> {
+    with_edge_bases(b)
+}
+
+pub fn with_edge_bases_g2(b: Vec<G2Affine>) -> Vec<G2Affine> {
+    with_edge_bases(b)
+}
+
+/// The device's MSM of n points against the CPU's, over distinct bases and over bases with
+/// repeats, opposites and identities, for each scalar mix in `kinds`.
+pub fn check_msm<P: Points>(
+    dev: &CudaDevice,
+    n: usize,
+    kinds: &[&str],
+    seed: u64,
+    opts: &MsmOptions,
+    out: &mut Vec<Check>,
+) {
+    let plain = random_points::<P>(n, seed);
+    for (bi, bases) in [plain.clone(), with_edge_bases(plain)]
+        .into_iter()
+        .enumerate()
+    {
+        let d = match P::upload(dev, &bases) {
+            Ok(d) => d,
+            Err(e) => {
+                return rec(
+                    out,
+                    format!("{} upload {n}", P::NAME),
+                    false,
+                    format!("error {e}"),
+                )
+            }
+        };
+        for kind in kinds {
+            let s = scalar_mix(kind, n, seed ^ bi as u64);
+            let name = format!(
+                "msm_{} n={n} {} scalars={kind} bases={}",
+                P::NAME,
+                opts_label(opts),
+                if bi == 0 {
+                    "distinct"
+                } else {
+                    "repeated+identity"
+                }
+            );
+            match P::msm(dev, &d, &s, opts) {
+                Ok(g) => rec(out, name, g == cpu_msm::<P>(&bases, &s), String::new()),
+                Err(e) => rec(out, name, false, format!("error {e}")),
+            }
+        }
     }
-    for i in (1..n).step_by(5) {
-        b[i] = b[(i + 2) % n];
-    }
-    // Opposite points too: with equal scalars a bucket meets P and −P.
-    for i in (2..n).step_by(5) {
-        b[i] = -b[(i + 2) % n];
-    }
-    b
 }
 
 pub fn check_msm_g1(dev: &CudaDevice, n: usize, kinds: &[&str], seed: u64, out: &mut Vec<Check>) {
-    check_msm_g1_with(dev, n, kinds, seed, &MsmOptions::default(), out)
-}
-
-pub fn check_msm_g1_with(
-    dev: &CudaDevice,
-    n: usize,
-    kinds: &[&str],
-    seed: u64,
-    opts: &MsmOptions,
-    out: &mut Vec<Check>,
-) {
-    let plain = random_g1(n, seed);
-    for (bi, bases) in [plain.clone(), with_edge_bases_g1(plain)]
-        .into_iter()
-        .enumerate()
-    {
-        let d = match dev.upload_g1(&bases) {
-            Ok(d) => d,
-            Err(e) => return rec(out, format!("g1 upload {n}"), false, format!("error {e}")),
-        };
-        for kind in kinds {
-            let s = scalar_mix(kind, n, seed ^ bi as u64);
-            let name = format!(
-                "msm_g1 n={n} {} scalars={kind} bases={}",
-                opts_label(opts),
-                if bi == 0 {
-                    "distinct"
-                } else {
-                    "repeated+identity"
-                }
-            );
-            match dev.msm_g1_with(&d, &s, opts) {
-                Ok(g) => rec(out, name, g == cpu_msm_g1(&bases, &s), String::new()),
-                Err(e) => rec(out, name, false, format!("error {e}")),
-            }
-        }
-    }
+    check_msm::<G1Projective>(dev, n, kinds, seed, &MsmOptions::default(), out)
 }
 
 pub fn check_msm_g2(dev: &CudaDevice, n: usize, kinds: &[&str], seed: u64, out: &mut Vec<Check>) {
-    check_msm_g2_with(dev, n, kinds, seed, &MsmOptions::default(), out)
-}
-
-pub fn check_msm_g2_with(
-    dev: &CudaDevice,
-    n: usize,
-    kinds: &[&str],
-    seed: u64,
-    opts: &MsmOptions,
-    out: &mut Vec<Check>,
-) {
-    let plain = random_g2(n, seed);
-    for (bi, bases) in [plain.clone(), with_edge_bases_g2(plain)]
-        .into_iter()
-        .enumerate()
-    {
-        let d = match dev.upload_g2(&bases) {
-            Ok(d) => d,
-            Err(e) => return rec(out, format!("g2 upload {n}"), false, format!("error {e}")),
-        };
-        for kind in kinds {
-            let s = scalar_mix(kind, n, seed ^ bi as u64);
-            let name = format!(
-                "msm_g2 n={n} {} scalars={kind} bases={}",
-                opts_label(opts),
-                if bi == 0 {
-                    "distinct"
-                } else {
-                    "repeated+identity"
-                }
-            );
-            match dev.msm_g2_with(&d, &s, opts) {
-                Ok(g) => rec(out, name, g == cpu_msm_g2(&bases, &s), String::new()),
-                Err(e) => rec(out, name, false, format!("error {e}")),
-            }
-        }
-    }
+    check_msm::<G2Projective>(dev, n, kinds, seed, &MsmOptions::default(), out)
 }
 
 /// Also checks that a prefix of the resident bases is used when fewer scalars are given.

@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use blstrs::Scalar;
+use blstrs::{G1Projective, G2Projective, Scalar};
 use zkforge_cuda::host::{Accumulate, MsmOptions};
 use zkforge_cuda::CudaDevice;
 
@@ -63,14 +63,14 @@ pub(crate) fn check(dev: &CudaDevice, seed: u64, out_dir: &str) {
             (4097, width(3)),
             (1000, width(22)),
         ] {
-            check_msm_g1_with(dev, n, &all, seed ^ 0x77 ^ n as u64, &o, &mut res);
+            check_msm::<G1Projective>(dev, n, &all, seed ^ 0x77 ^ n as u64, &o, &mut res);
         }
-        check_msm_g1_with(dev, 1 << 20, &big, seed ^ 0x78, &width(22), &mut res);
+        check_msm::<G1Projective>(dev, 1 << 20, &big, seed ^ 0x78, &width(22), &mut res);
         let batched = MsmOptions {
             windows_per_batch: Some(3),
             ..width(9)
         };
-        check_msm_g1_with(dev, (1 << 16) + 1, &all, seed ^ 0x79, &batched, &mut res);
+        check_msm::<G1Projective>(dev, (1 << 16) + 1, &all, seed ^ 0x79, &batched, &mut res);
         check_msm_prefix(dev, seed, &mut res);
         let some = ["random", "edge", "same", "porep"];
         for a in [xyzz, affine] {
@@ -82,7 +82,7 @@ pub(crate) fn check(dev: &CudaDevice, seed: u64, out_dir: &str) {
                 ((1 << 20) - 3, None, &["random", "sparse"][..]),
             ] {
                 let o = acc(a, c);
-                check_msm_g1_with(dev, n, kinds, seed ^ 0x7a ^ n as u64, &o, &mut res);
+                check_msm::<G1Projective>(dev, n, kinds, seed ^ 0x7a ^ n as u64, &o, &mut res);
             }
         }
     }
@@ -97,8 +97,8 @@ pub(crate) fn check(dev: &CudaDevice, seed: u64, out_dir: &str) {
             affine_slots: 0,
             ..acc(Accumulate::Affine, None)
         };
-        check_msm_g1_with(dev, 1 << 25, &["random"], seed ^ 0x2000002, &o, &mut res);
-        check_msm_g1_with(dev, 1 << 25, &["porep"], seed ^ 0x2000003, &o, &mut res);
+        check_msm::<G1Projective>(dev, 1 << 25, &["random"], seed ^ 0x2000002, &o, &mut res);
+        check_msm::<G1Projective>(dev, 1 << 25, &["porep"], seed ^ 0x2000003, &o, &mut res);
     }
     if want("g2") {
         for n in [1usize, 2, 3] {
@@ -110,12 +110,12 @@ pub(crate) fn check(dev: &CudaDevice, seed: u64, out_dir: &str) {
         check_msm_g2(dev, (1 << 16) + 3, &mid, seed ^ 0x10003, &mut res);
         check_msm_g2(dev, 1 << 20, &["random"], seed ^ 0x100000, &mut res);
         for (n, o) in [(1000, plain), (4097, width(3)), (1000, width(22))] {
-            check_msm_g2_with(dev, n, &all, seed ^ 0x77 ^ n as u64, &o, &mut res);
+            check_msm::<G2Projective>(dev, n, &all, seed ^ 0x77 ^ n as u64, &o, &mut res);
         }
         for a in [xyzz, affine] {
             for (n, c) in [(1000, None), (4097, Some(3)), ((1 << 16) + 5, None)] {
                 let o = acc(a, c);
-                check_msm_g2_with(dev, n, &all, seed ^ 0x7b ^ n as u64, &o, &mut res);
+                check_msm::<G2Projective>(dev, n, &all, seed ^ 0x7b ^ n as u64, &o, &mut res);
             }
         }
     }
