@@ -16,6 +16,16 @@ pub enum ProofKind {
     WinningPost,
 }
 
+impl ProofKind {
+    /// Every kind, in the order status and metrics list them.
+    pub const ALL: [ProofKind; 4] = [
+        ProofKind::PoRep,
+        ProofKind::SnapDeals,
+        ProofKind::WindowPost,
+        ProofKind::WinningPost,
+    ];
+}
+
 impl std::fmt::Display for ProofKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {

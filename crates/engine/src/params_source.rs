@@ -21,7 +21,8 @@ pub trait ParamsSource: Send + Sync {
     }
 }
 
-/// Filecoin `.params` files in one directory; matrices cached beside them.
+/// Parameter files (bellperson's `.params` layout, named by `ParamsId`) in one directory;
+/// matrices cached beside them.
 pub struct ParamsDir(pub PathBuf);
 
 impl ParamsDir {

@@ -99,12 +99,7 @@ pub struct DeviceStatus {
 
 /// The status of `s` and its jobs now.
 pub(crate) fn status(s: &Pipeline, job_table: &JobTable) -> EngineStatus {
-    let kinds = [
-        ProofKind::PoRep,
-        ProofKind::SnapDeals,
-        ProofKind::WindowPost,
-        ProofKind::WinningPost,
-    ];
+    let kinds = ProofKind::ALL;
     let jobs = job_table.all();
     let (pinned_memory_bytes, pinned_memory_limit_bytes) = s.backend.pinned_memory();
     let (rss, peak_rss) = crate::config::process_memory();

@@ -112,12 +112,7 @@ fn latency_family(m: Measure) -> (&'static str, Option<(&'static str, &'static s
     }
 }
 
-const KINDS: [ProofKind; 4] = [
-    ProofKind::PoRep,
-    ProofKind::SnapDeals,
-    ProofKind::WindowPost,
-    ProofKind::WinningPost,
-];
+const KINDS: [ProofKind; 4] = ProofKind::ALL;
 const OUTCOMES: [&str; 3] = ["completed", "failed", "cancelled"];
 
 /// Text exposition format 0.0.4 being written: a family's HELP and TYPE, then its samples.

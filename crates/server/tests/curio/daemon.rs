@@ -19,12 +19,7 @@ pub fn param_dir() -> PathBuf {
     let dir = params::zkforge_cache_dir().join("params");
     // filecoin-proofs' verifiers read the .vk files from here (once, at their first use).
     std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &dir);
-    for kind in [
-        ProofKind::PoRep,
-        ProofKind::SnapDeals,
-        ProofKind::WindowPost,
-        ProofKind::WinningPost,
-    ] {
+    for kind in ProofKind::ALL {
         params::ensure_test_params(kind, 2048, &dir, &()).unwrap();
     }
     dir
