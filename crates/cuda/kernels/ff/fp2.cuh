@@ -1,11 +1,8 @@
 // Fp2 = Fp[u]/(u^2 + 1) over sppark's Montgomery fp_t, one thread per element.
 #pragma once
-#include <ff/bls12-381.hpp>
+#include "fields.cuh"
 
 namespace zkf {
-
-using bls12_381::fp_t;
-using bls12_381::fr_t;
 
 // sppark's own fp2_t splits an element across two lanes; keeping both halves in one
 // thread lets the G1 and G2 MSM kernels share one code path.

@@ -2,7 +2,8 @@
 // whose bit is set in the density bitmap, in order. Done here so the assignment crosses PCIe
 // once instead of once per query.
 #pragma once
-#include "../ntt/ntt.cuh"
+#include "../ff/fields.cuh"
+#include "../util.cuh"
 
 // counts[w] = set bits of words[w].
 extern "C" __global__ void density_popcount(const uint64_t* words, uint32_t nwords,

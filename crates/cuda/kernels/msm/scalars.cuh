@@ -1,7 +1,8 @@
 // Scalar-side MSM kernels: Montgomery conversion, 0/1 classification, and the counting sort
 // of (window, digit) buckets. Scalars are canonical little-endian u32 words after fr_from_mont.
 #pragma once
-#include "../ntt/ntt.cuh"
+#include "../ff/fields.cuh"
+#include "../util.cuh"
 
 namespace zkf {
 
