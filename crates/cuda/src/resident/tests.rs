@@ -228,3 +228,27 @@ fn a_wait_that_runs_out_says_who_holds_the_room() {
         .unwrap();
     assert!(matches!(c, Acquired::Held(_)));
 }
+
+#[test]
+fn when_the_wanted_request_runs_out_the_one_waiting_behind_it_is_wanted_at_once() {
+    let (s, loads, a) = a_in_use(Urgency::Low);
+    let patient = on_thread(&s, &loads, |s, loads| {
+        *take(&s, "c", 70, Urgency::High, LONG, &loads)
+    });
+    thread::sleep(Duration::from_millis(30));
+    // A more urgent request overtakes c, and runs out of time.
+    let wait = Wait::For(Duration::from_millis(60));
+    let got = s.acquire("b", 70, 0, Urgency::Critical, wait, || Ok::<_, ()>("b"));
+    assert!(
+        matches!(got, Ok(Acquired::Busy { .. })),
+        "b ran out of time"
+    );
+    // c, still waiting, is wanted at once: the 30 free bytes stay free for it.
+    let d = s
+        .acquire("d", 30, 0, Urgency::Normal, Wait::No, || Ok::<_, ()>("d"))
+        .unwrap();
+    assert!(matches!(d, Acquired::Busy { .. }), "d took c's room");
+    drop(a);
+    assert_eq!(patient.join().unwrap(), "c");
+    assert!(!resident(&s, "b") && resident(&s, "c"));
+}
