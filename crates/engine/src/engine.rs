@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use zkforge_circuits::{ParamsId, PartitionedCircuit, ProofKind};
 use zkforge_groth16::prover::placement::KeyPlacement;
-use zkforge_groth16::{PriorityLock, ProverBackend};
+use zkforge_groth16::{PriorityLock, ProverBackend, Urgency};
 
 use crate::admission::{self, Admission, Candidate, SubmitError};
 use crate::budget::{MemoryBudget, Reclaimable};
@@ -284,8 +284,8 @@ impl Engine {
     /// Loads a parameter set ahead of its jobs. Returns (already loaded, milliseconds taken).
     pub fn preload(&self, id: &ParamsId) -> Result<(bool, f64)> {
         let t = Instant::now();
-        // Rank 0, below every job's: a preload takes memory no waiting partition wants.
-        let (key, loaded_now) = self.pipeline.srs.get(id, None, 0)?;
+        // Below every job's urgency: a preload takes memory no waiting partition wants.
+        let (key, loaded_now) = self.pipeline.srs.get(id, None, Urgency::Background)?;
         if loaded_now {
             crate::workers::ready_for_partitions(&self.pipeline, &key);
         }

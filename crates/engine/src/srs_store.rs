@@ -11,7 +11,7 @@ use anyhow::{bail, Context, Result};
 use zkforge_circuits::{cached_matrices, ParamsId, PartitionedCircuit};
 use zkforge_groth16::prover::placement::KeyPlacement;
 use zkforge_groth16::{
-    ConstraintMatrices, EvaluationSite, G1Affine, LoadedKey, PartitionPlan, ProverBackend,
+    ConstraintMatrices, EvaluationSite, G1Affine, LoadedKey, PartitionPlan, ProverBackend, Urgency,
 };
 
 use crate::budget::{MemoryBudget, Reservation};
@@ -109,14 +109,14 @@ impl SrsStore {
 
     /// The set for `id`, loading it if needed (one load at a time per set; others wait for it).
     /// `circuit` records the matrices when no cached recording exists (without it, e.g. for a
-    /// preload, only a cached recording is used). A load takes memory by `rank` (see
+    /// preload, only a cached recording is used). A load takes memory by `urgency` (see
     /// [`MemoryBudget::waiter`]): an urgent job's parameters go before less urgent partitions.
     /// Returns whether this call loaded it.
     pub fn get(
         &self,
         id: &ParamsId,
         circuit: Option<&dyn PartitionedCircuit>,
-        rank: usize,
+        urgency: Urgency,
     ) -> Result<(Arc<Resident>, bool)> {
         let mut slots = self.lock();
         loop {
@@ -134,7 +134,7 @@ impl SrsStore {
         slots.insert(id.clone(), Slot::Loading);
         drop(slots);
 
-        let loaded = self.load(id, circuit, rank);
+        let loaded = self.load(id, circuit, urgency);
         let mut slots = self.lock();
         let out = match loaded {
             Ok(key) => {
@@ -180,7 +180,7 @@ impl SrsStore {
         &self,
         id: &ParamsId,
         circuit: Option<&dyn PartitionedCircuit>,
-        rank: usize,
+        urgency: Urgency,
     ) -> Result<Arc<Resident>> {
         let lengths = self.source.lengths(id)?;
         // Errors name the set where they are reported (the job's failure, the preload's log).
@@ -211,7 +211,7 @@ impl SrsStore {
         let partition = PartitionPlan::new(&lengths, site).host_bytes();
         check_host_room(self.budget.total(), key_bytes, matrix_bytes, partition)?;
         loop {
-            let mut reserved = self.make_room(rank, key_bytes + matrix_bytes)?;
+            let mut reserved = self.make_room(urgency, key_bytes + matrix_bytes)?;
             let matrices = if has_matrices {
                 match circuit {
                     Some(c) => cached_matrices(c, cache.as_deref())?,
@@ -238,7 +238,7 @@ impl SrsStore {
             let short = (actual_key + actual_matrices).saturating_sub(reserved.bytes());
             let extra = match short {
                 0 => None,
-                n => match self.budget.waiter(rank).try_reserve(n) {
+                n => match self.budget.waiter(urgency).try_reserve(n) {
                     Some(r) => Some(r),
                     None => {
                         tracing::info!(
@@ -297,11 +297,11 @@ impl SrsStore {
     }
 
     /// Reserves `bytes`, evicting unused sets (least recently used first) and then waiting for
-    /// partitions in flight to release memory, ranked by `rank` while it waits (not while the
-    /// key is read: lower ranks are held back only when memory is what this load lacks). Sets
-    /// in use become unused as their partitions finish: lower-ranked workers hand theirs back
+    /// partitions in flight to release memory, ranked by `urgency` while it waits (not while the
+    /// key is read: less urgent work is held back only when memory is what this load lacks). Sets
+    /// in use become unused as their partitions finish: less urgent workers hand theirs back
     /// while this waits (see `synthesize_unit`).
-    fn make_room(&self, rank: usize, bytes: u64) -> Result<Reservation> {
+    fn make_room(&self, urgency: Urgency, bytes: u64) -> Result<Reservation> {
         if bytes > self.budget.total() {
             bail!(
                 "the proving key and constraint matrices need {bytes} bytes, more \
@@ -309,7 +309,7 @@ impl SrsStore {
                 self.budget.total()
             );
         }
-        let waiter = self.budget.waiter(rank);
+        let waiter = self.budget.waiter(urgency);
         loop {
             if let Some(r) = waiter.try_reserve(bytes) {
                 return Ok(r);

@@ -67,10 +67,10 @@ fn synthesize_unit(s: &Pipeline, worker: WorkerId, unit: SynthUnit) {
     // Freed memory goes to the most urgent waiting unit first. A more urgent waiter (a
     // partition, or a job loading parameters that need this key's room) sends the unit back
     // too, letting go of the key so that an eviction can make that room.
-    let rank = priority as usize;
+    let urgency = priority.urgency();
     let Some(reservation) = s
         .budget
-        .waiter(rank)
+        .waiter(urgency)
         .reserve_or_yield(bytes, POLL, || job.stopped() || outranked())
     else {
         if !job.stopped() {
@@ -81,7 +81,7 @@ fn synthesize_unit(s: &Pipeline, worker: WorkerId, unit: SynthUnit) {
         }
         drop(key);
         // Taking the next unit while outranked would only hold a key again.
-        s.budget.wait_while_outranked(rank, POLL, outranked);
+        s.budget.wait_while_outranked(urgency, POLL, outranked);
         return;
     };
 
@@ -197,7 +197,7 @@ fn parameters(s: &Pipeline, job: &Job) -> Option<Arc<Resident>> {
     let id = &job.params_id;
     let t = Instant::now();
     let circuits = job.circuits();
-    let loaded = s.srs.get(id, circuits.as_deref(), job.priority as usize);
+    let loaded = s.srs.get(id, circuits.as_deref(), job.priority.urgency());
     match loaded {
         Ok((key, loaded_now)) => {
             if loaded_now {
@@ -305,7 +305,7 @@ fn prove_unit(
     // the whole call is the device-exclusive region.
     let waited = Instant::now();
     let guard =
-        (!s.backend.locks_devices()).then(|| s.device_locks[device].lock(job.priority as u8));
+        (!s.backend.locks_devices()).then(|| s.device_locks[device].lock(job.priority.urgency()));
     let engine_wait = ms(waited.elapsed());
     s.telemetry.record(
         TimelineEvent::new(StageEvent::ProveStart, job.id)
@@ -322,7 +322,7 @@ fn prove_unit(
             s.backend.as_ref(),
             Dispatch {
                 device,
-                priority: job.priority as u8,
+                urgency: job.priority.urgency(),
             },
             unit.key.key.as_ref(),
             witness,

@@ -49,6 +49,7 @@ pub mod reaper;
 pub mod srs;
 pub mod synthesis;
 mod tmpfile;
+pub mod urgency;
 pub mod verify;
 
 pub use blstrs::{Bls12, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
@@ -64,3 +65,4 @@ pub use synthesis::{
     assign, synthesize, Assignment, AssignmentWriter, Density, Evaluations, HostPinner, Region,
     ScalarPool, Witness, WitnessBuilder,
 };
+pub use urgency::Urgency;

@@ -9,7 +9,7 @@ use blstrs::{G1Affine, G2Affine};
 use zkforge_groth16::prover::placement::{Item, NoPlacement, Placement};
 use zkforge_groth16::r1cs::ConstraintMatrices;
 use zkforge_groth16::srs::Query;
-use zkforge_groth16::{KeyRef, PriorityLock, ProvingKey, QueryLengths};
+use zkforge_groth16::{KeyRef, PriorityLock, ProvingKey, QueryLengths, Urgency};
 
 use crate::device::lock;
 use crate::host::g1_affine_as_u64;
@@ -302,7 +302,7 @@ impl Gpu {
     }
 
     /// The key's bases and the circuit's `matrices` on this device for a partition of
-    /// `priority`, uploaded first if they are not there, as this GPU's plan for the key
+    /// `urgency`, uploaded first if they are not there, as this GPU's plan for the key
     /// places them: the items it keeps resident, with room for the plan's partitions in
     /// flight beside them (the rest streamed from host memory). It waits up to `wait` for
     /// room: idle items are evicted, and less urgent ones in use drain for it (resident.rs).
@@ -313,7 +313,7 @@ impl Gpu {
         key: KeyRef<'_>,
         (n_in, b_in): (usize, usize),
         matrices: Option<&Arc<ConstraintMatrices>>,
-        priority: u8,
+        urgency: Urgency,
         wait: Wait,
     ) -> Result<Option<OnDeviceHeld>, CudaError> {
         let shape = self.key_shape(&key.lengths(), (n_in, b_in), matrices.map(|m| &**m));
@@ -345,7 +345,7 @@ impl Gpu {
         };
         let got = self
             .items
-            .acquire(id, resident_bytes, headroom, priority, wait, || {
+            .acquire(id, resident_bytes, headroom, urgency, wait, || {
                 self.load(key, (n_in, b_in), matrices, &plan, partition_bytes)
             })?;
         match got {

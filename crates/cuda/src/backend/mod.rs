@@ -16,7 +16,7 @@ use std::sync::Arc;
 use zkforge_groth16::prover::placement::KeyPlacement;
 use zkforge_groth16::{
     ConstraintMatrices, DeviceInfo, Dispatch, Error, KeyRef, ProveReport, ProverBackend,
-    QueryLengths, QuerySums, ScalarPool, Witness,
+    QueryLengths, QuerySums, ScalarPool, Urgency, Witness,
 };
 
 use crate::options::CudaOptions;
@@ -179,9 +179,10 @@ impl ProverBackend for CudaBackend {
                 .iter()
                 .map(|g| {
                     scope.spawn(move || -> Result<(), CudaError> {
-                        // Free room only, at the lowest priority: staging evicts nothing and
+                        // Free room only, at the lowest urgency: staging evicts nothing and
                         // never waits for, or drains, keys in use.
-                        let staged = g.on_device(key, inputs, Some(m), 0, Wait::No)?;
+                        let staged =
+                            g.on_device(key, inputs, Some(m), Urgency::Background, Wait::No)?;
                         if staged.is_none() {
                             tracing::info!(
                                 device = g.ordinal,
@@ -214,6 +215,6 @@ impl ProverBackend for CudaBackend {
                 self.gpus.len()
             )))
         })?;
-        partition::query_sums(gpu, on.priority, pk, witness, report).map_err(backend_err)
+        partition::query_sums(gpu, on.urgency, pk, witness, report).map_err(backend_err)
     }
 }

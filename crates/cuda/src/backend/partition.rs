@@ -11,7 +11,7 @@ use zkforge_groth16::msm::{msm, msm_with_density, G1, G2};
 use zkforge_groth16::poly::Domain;
 use zkforge_groth16::{
     reaper, EvaluationSite, Evaluations, KeyRef, PartitionPlan, Phase, ProveReport, QueryLengths,
-    QuerySums, Scalar, Witness,
+    QuerySums, Scalar, Urgency, Witness,
 };
 
 use super::gpu::{DeviceMatricesOf, Gpu, InputBases, OnDevice, KEY_ROOM_WAIT};
@@ -71,7 +71,7 @@ fn since(t0: Instant) -> f64 {
 
 pub(crate) fn query_sums(
     gpu: &Gpu,
-    priority: u8,
+    urgency: Urgency,
     key: KeyRef<'_>,
     w: Witness,
     report: &mut ProveReport,
@@ -86,7 +86,7 @@ pub(crate) fn query_sums(
         Evaluations::Evaluated { .. } => None,
     };
     let wait = Wait::For(KEY_ROOM_WAIT);
-    let on_device = when_room(|| gpu.on_device(key, (n_in, b_in), matrices, priority, wait))?
+    let on_device = when_room(|| gpu.on_device(key, (n_in, b_in), matrices, urgency, wait))?
         .ok_or_else(|| CudaError::Invalid("no room on the device for the key".into()))?;
     let inputs = input_sums(&on_device.inputs, &w);
     let dev = gpu.handle()?;
@@ -124,7 +124,7 @@ pub(crate) fn query_sums(
         "partition on the device"
     );
     let waited = Instant::now();
-    let _kernels = gpu.kernel_lock.lock(priority);
+    let _kernels = gpu.kernel_lock.lock(urgency);
     report.lock_wait_ms = since(waited);
     let locked = Instant::now();
     let sums = match prepared {
