@@ -315,6 +315,7 @@ impl ProverBackend for ModelDevice {
         };
         let plan = inputs.plan().map_err(|e| zkforge_groth16::Error::Backend {
             backend: "model-device",
+            kind: zkforge_groth16::FailureKind::NoRoom,
             message: e.to_string(),
         })?;
         let streams = |i| plan.streamed.contains(&i);
