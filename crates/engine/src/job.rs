@@ -7,6 +7,8 @@ use std::time::{Duration, Instant};
 use zkforge_circuits::{ParamsId, PartitionedCircuit, ProofKind};
 use zkforge_groth16::Proof;
 
+use crate::failure::Failure;
+
 pub type JobId = u64;
 
 /// Scheduling priority; higher runs first. 0 on the wire means "default by kind".
@@ -64,7 +66,8 @@ pub struct JobTimings {
 pub enum JobOutcome {
     /// The partitions' proofs, concatenated in order, each self-verified.
     Completed(Vec<u8>),
-    Failed(String),
+    /// Why it failed: what the client can do about it, and the cause named.
+    Failed(Failure),
     Cancelled,
 }
 

@@ -222,7 +222,7 @@ fn await_response(r: JobResult, job_id: String) -> pb::AwaitProofResponse {
         }
         JobOutcome::Failed(msg) => {
             out.status = pb::ProofStatus::Failed as i32;
-            out.error_message = msg;
+            out.error_message = msg.message;
         }
         JobOutcome::Cancelled => out.status = pb::ProofStatus::Cancelled as i32,
     }
