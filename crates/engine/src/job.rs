@@ -7,6 +7,8 @@ use std::time::{Duration, Instant};
 use zkforge_circuits::{ParamsId, PartitionedCircuit, ProofKind};
 use zkforge_groth16::{Proof, Urgency};
 
+use crate::failure::Failure;
+
 pub type JobId = u64;
 
 /// Scheduling priority, cuzk.v1's numbering; higher runs first. 0 on the wire means "default
@@ -76,7 +78,8 @@ pub struct JobTimings {
 pub enum JobOutcome {
     /// The partitions' proofs, concatenated in order, each self-verified.
     Completed(Vec<u8>),
-    Failed(String),
+    /// Why it failed: what the client can do about it, and the cause named.
+    Failed(Failure),
     Cancelled,
 }
 

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use zkforge_circuits::{cached_matrices, ParamsId, PartitionedCircuit};
 use zkforge_groth16::prover::placement::KeyPlacement;
 use zkforge_groth16::{
@@ -15,6 +15,7 @@ use zkforge_groth16::{
 };
 
 use crate::budget::{MemoryBudget, Reservation};
+use crate::failure::{Failure, FailureKind};
 use crate::params_source::ParamsSource;
 use crate::pinned::{key_regions, matrix_regions, PinnedHostForm};
 
@@ -303,11 +304,15 @@ impl SrsStore {
     /// while this waits (see `synthesize_unit`).
     fn make_room(&self, urgency: Urgency, bytes: u64) -> Result<Reservation> {
         if bytes > self.budget.total() {
-            bail!(
-                "the proving key and constraint matrices need {bytes} bytes, more \
-                 than the whole memory budget ({} bytes)",
-                self.budget.total()
-            );
+            return Err(Failure::new(
+                FailureKind::NoRoom,
+                format!(
+                    "the proving key and constraint matrices need {bytes} bytes, more \
+                     than the whole memory budget ({} bytes)",
+                    self.budget.total()
+                ),
+            )
+            .into());
         }
         let waiter = self.budget.waiter(urgency);
         loop {
@@ -407,7 +412,7 @@ fn gib(bytes: u64) -> String {
 fn check_host_room(budget: u64, key: u64, matrices: u64, partition: u64) -> Result<()> {
     let needs = key + matrices + partition;
     if needs > budget {
-        bail!(
+        let msg = format!(
             "the proving key ({}), its recorded constraint matrices ({}) and one \
              partition ({}) need {} of host memory; the memory budget (engine.memory_budget) is \
              {}",
@@ -417,6 +422,7 @@ fn check_host_room(budget: u64, key: u64, matrices: u64, partition: u64) -> Resu
             gib(needs),
             gib(budget)
         );
+        return Err(Failure::new(FailureKind::NoRoom, msg).into());
     }
     Ok(())
 }

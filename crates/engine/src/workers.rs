@@ -10,6 +10,7 @@ use zkforge_groth16::{
     prover, reaper, verify::verify, Dispatch, EvaluationSite, Proof, ProveReport, Scalar, Witness,
 };
 
+use crate::failure::{Failure, FailureKind};
 use crate::job::{ms, Job, JobOutcome, Priority};
 use crate::pipeline::{Pipeline, ProveUnit, SynthUnit};
 use crate::queue::UnitKey;
@@ -57,7 +58,7 @@ fn synthesize_unit(s: &Pipeline, worker: WorkerId, unit: SynthUnit) {
             s.budget.total(),
             key.bytes()
         );
-        s.end_job(&job, JobOutcome::Failed(msg));
+        s.end_job(&job, failed(FailureKind::NoRoom, msg));
         return;
     }
     // While it waits for memory, a more urgent unit arriving takes its turn: this one goes
@@ -145,13 +146,16 @@ fn synthesize_unit(s: &Pipeline, worker: WorkerId, unit: SynthUnit) {
 
     let witness = match result {
         Ok(Ok(w)) => w,
-        Ok(Err(e)) => return s.end_job(&job, JobOutcome::Failed(format!("partition {k}: {e:#}"))),
+        Ok(Err(e)) => {
+            let f = Failure::of(&e, FailureKind::Internal).context(format_args!("partition {k}"));
+            return s.end_job(&job, JobOutcome::Failed(f));
+        }
         Err(panic) => {
             let msg = format!(
                 "partition {k}: synthesis panicked: {}",
                 panic_message(&panic)
             );
-            return s.end_job(&job, JobOutcome::Failed(msg));
+            return s.end_job(&job, failed(FailureKind::Internal, msg));
         }
     };
     if job.stopped() {
@@ -213,10 +217,10 @@ fn parameters(s: &Pipeline, job: &Job) -> Option<Arc<Resident>> {
             Some(key)
         }
         Err(e) => {
-            s.end_job(
-                job,
-                JobOutcome::Failed(format!("parameters {}: {e:#}", id.circuit_id())),
-            );
+            // What no load recognises is the parameters' own trouble (a missing file).
+            let f = Failure::of(&e, FailureKind::NotProvisioned)
+                .context(format_args!("parameters {}", id.circuit_id()));
+            s.end_job(job, JobOutcome::Failed(f));
             None
         }
     }
@@ -377,10 +381,13 @@ fn prove_unit(
 
     let proof = match result {
         Ok(Ok(p)) => p,
-        Ok(Err(e)) => return s.end_job(&job, JobOutcome::Failed(format!("partition {k}: {e}"))),
+        Ok(Err(e)) => {
+            let msg = format!("partition {k}: {e}");
+            return s.end_job(&job, failed(e.kind(), msg));
+        }
         Err(panic) => {
             let msg = format!("partition {k}: prover panicked: {}", panic_message(&panic));
-            return s.end_job(&job, JobOutcome::Failed(msg));
+            return s.end_job(&job, failed(FailureKind::Internal, msg));
         }
     };
     // Every proof is checked before it can be returned; outside the device lock.
@@ -396,12 +403,16 @@ fn prove_unit(
         Ok(true) => record_proof(s, &job, k, proof),
         Ok(false) => s.end_job(
             &job,
-            JobOutcome::Failed(format!("partition {k}: the proof failed its self-check")),
+            failed(
+                FailureKind::Internal,
+                format!("partition {k}: the proof failed its self-check"),
+            ),
         ),
-        Err(e) => s.end_job(
-            &job,
-            JobOutcome::Failed(format!("partition {k}: self-check: {e:#}")),
-        ),
+        Err(e) => {
+            let f = Failure::of(&e, FailureKind::Internal)
+                .context(format_args!("partition {k}: self-check"));
+            s.end_job(&job, JobOutcome::Failed(f))
+        }
     }
 }
 
@@ -423,6 +434,10 @@ fn record_proof(s: &Pipeline, job: &Job, k: usize, proof: Proof) {
         .collect();
     drop(p);
     s.end_job(job, JobOutcome::Completed(bytes));
+}
+
+fn failed(kind: FailureKind, message: String) -> JobOutcome {
+    JobOutcome::Failed(Failure::new(kind, message))
 }
 
 fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {

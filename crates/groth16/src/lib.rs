@@ -53,7 +53,7 @@ pub mod urgency;
 pub mod verify;
 
 pub use blstrs::{Bls12, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
-pub use error::{Error, Result};
+pub use error::{Error, FailureKind, Result};
 pub use proof::Proof;
 pub use prover::{
     CpuBackend, DeviceInfo, Dispatch, EvaluationSite, PartitionPlan, Phase, PriorityLock,

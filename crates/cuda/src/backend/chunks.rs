@@ -171,7 +171,7 @@ impl<'a> ChunkedMsms<'a> {
             let points = match self.chunks.get(self.next_read) {
                 Some(chunk) if chunk.query == query => chunk.words.len() / limbs,
                 _ => {
-                    return Err(CudaError::Invalid(
+                    return Err(CudaError::Internal(
                         "streamed chunks read out of order".into(),
                     ))
                 }

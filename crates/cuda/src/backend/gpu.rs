@@ -65,7 +65,7 @@ pub(crate) struct InputBases {
 
 impl InputBases {
     fn of(key: KeyRef<'_>, n_in: usize, b_in: usize) -> Result<Self, CudaError> {
-        let bad = |e: zkforge_groth16::Error| CudaError::Invalid(e.to_string());
+        let bad = CudaError::Groth16;
         Ok(match key {
             KeyRef::Memory(pk) => Self {
                 a: pk.a[..n_in].to_vec(),
@@ -318,10 +318,10 @@ impl Gpu {
     ) -> Result<Option<OnDeviceHeld>, CudaError> {
         let shape = self.key_shape(&key.lengths(), (n_in, b_in), matrices.map(|m| &**m));
         let plan = self.plan(&shape).map_err(|e| {
-            CudaError::Invalid(format!("GPU {} cannot prove this key: {e}", self.ordinal))
+            CudaError::NoRoom(format!("GPU {} cannot prove this key: {e}", self.ordinal))
         })?;
         if let (false, KeyRef::File(f)) = (plan.keeps_key_resident(), key) {
-            return Err(CudaError::Invalid(format!(
+            return Err(CudaError::Internal(format!(
                 "the key {} was left in its file for VRAM, but GPU {}'s plan streams part of \
                  it ({plan})",
                 f.path().display(),
@@ -352,7 +352,7 @@ impl Gpu {
             Acquired::Held(h) => Ok(Some(h)),
             Acquired::Busy { holders } => self.busy(wait, &holders),
             // The plan fits the budget by the same sums: only a plan made wrong gets here.
-            Acquired::NeverFits => Err(CudaError::Invalid(format!(
+            Acquired::NeverFits => Err(CudaError::Internal(format!(
                 "GPU {}'s plan ({plan}) does not fit its budget of {}",
                 self.ordinal,
                 gib(self.vram.total())
@@ -363,7 +363,7 @@ impl Gpu {
     fn busy(&self, wait: Wait, holders: &str) -> Result<Option<OnDeviceHeld>, CudaError> {
         match wait {
             Wait::No => Ok(None),
-            Wait::For(d) => Err(CudaError::Invalid(format!(
+            Wait::For(d) => Err(CudaError::NoRoom(format!(
                 "no room on GPU {} for the key after {} s: held by {holders}",
                 self.ordinal,
                 d.as_secs()

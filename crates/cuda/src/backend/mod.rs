@@ -39,10 +39,7 @@ pub struct CudaBackend {
 }
 
 fn backend_err(e: CudaError) -> Error {
-    Error::Backend {
-        backend: "cuda",
-        message: e.to_string(),
-    }
+    Error::from(e)
 }
 
 impl CudaBackend {
@@ -143,7 +140,7 @@ impl ProverBackend for CudaBackend {
             .map(|g| {
                 g.plan(&g.key_shape(lengths, inputs, matrices))
                     .map_err(|e| {
-                        backend_err(CudaError::Invalid(format!(
+                        backend_err(CudaError::NoRoom(format!(
                             "GPU {} cannot prove this key: {e} (VRAM free at start less \
                          gpu.vram_margin)",
                             g.ordinal
@@ -195,7 +192,7 @@ impl ProverBackend for CudaBackend {
                 .collect();
             staged.into_iter().try_for_each(|t| {
                 t.join()
-                    .unwrap_or_else(|_| Err(CudaError::Invalid("staging panicked".into())))
+                    .unwrap_or_else(|_| Err(CudaError::Internal("staging panicked".into())))
                     .map_err(backend_err)
             })
         })
@@ -209,7 +206,7 @@ impl ProverBackend for CudaBackend {
         report: &mut ProveReport,
     ) -> zkforge_groth16::Result<QuerySums> {
         let gpu = self.gpus.get(on.device).ok_or_else(|| {
-            backend_err(CudaError::Invalid(format!(
+            backend_err(CudaError::Internal(format!(
                 "device index {}, but {} GPU(s) are open",
                 on.device,
                 self.gpus.len()

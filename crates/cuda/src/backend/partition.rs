@@ -78,7 +78,7 @@ pub(crate) fn query_sums(
 ) -> Result<QuerySums, CudaError> {
     let t0 = Instant::now();
     let domain = Domain::for_len(w.num_constraints())
-        .map_err(|e| CudaError::Invalid(e.to_string()))?
+        .map_err(CudaError::Groth16)?
         .n;
     let (n_in, b_in) = (w.inputs.len(), w.b_input_density.count());
     let matrices = match &w.evaluations {
@@ -87,7 +87,7 @@ pub(crate) fn query_sums(
     };
     let wait = Wait::For(KEY_ROOM_WAIT);
     let on_device = when_room(|| gpu.on_device(key, (n_in, b_in), matrices, urgency, wait))?
-        .ok_or_else(|| CudaError::Invalid("no room on the device for the key".into()))?;
+        .ok_or_else(|| CudaError::NoRoom("no room on the device for the key".into()))?;
     let inputs = input_sums(&on_device.inputs, &w);
     let dev = gpu.handle()?;
     let acquired = since(t0);
@@ -209,7 +209,7 @@ fn upload<'a>(
             inputs: d.upload_padded(&w.inputs, w.inputs.len())?,
         },
         (Evaluations::Deferred(_), None) => {
-            return Err(CudaError::Invalid(
+            return Err(CudaError::Internal(
                 "deferred evaluations without their matrices on the device".into(),
             ))
         }
@@ -256,7 +256,7 @@ fn kernels(
         b_aux,
     } = up;
     let q = bases.queries.all().ok_or_else(|| {
-        CudaError::Invalid("the resident order needs the whole key on the device".into())
+        CudaError::Internal("the resident order needs the whole key on the device".into())
     })?;
     let [a, b, c] = match evaluations {
         DeviceEvaluations::Uploaded(abc) => abc,

@@ -122,7 +122,7 @@ pub(crate) fn kernels(
                     (DeviceMatricesOf::Streamed(s), Evaluations::Deferred(m)) => {
                         d.streamed_products(m, s, &public, &aux, domain)
                     }
-                    _ => Err(CudaError::Invalid(
+                    _ => Err(CudaError::Internal(
                         "deferred evaluations without their matrices on the device".into(),
                     )),
                 }
@@ -242,7 +242,7 @@ fn msms(
 }
 
 fn streamed_from_file() -> CudaError {
-    CudaError::Invalid("a streamed query needs the key decoded in host memory".into())
+    CudaError::Internal("a streamed query needs the key decoded in host memory".into())
 }
 
 #[cfg(test)]
