@@ -327,6 +327,7 @@ impl ProverBackend for ModelDevice {
             },
             pin_key: Item::QUERIES.into_iter().any(streams),
             pin_matrices: streams(Item::Matrices),
+            file_streaming_bytes: None,
             devices: vec![plan],
         })
     }
