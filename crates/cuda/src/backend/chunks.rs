@@ -12,10 +12,12 @@
 //! - From host memory: the engine page-locks a streamed key (`KeyPlacement::pin_key`), so the
 //!   copies run at the link's pinned rate; from pageable memory they are correct, only slower.
 //! - From the file, where the decoded key does not fit host memory (`KeyPlacement::
-//!   stream_from_file`): each chunk's encoded points are read into page-locked staging (two
-//!   slots, by `READ_THREADS` threads), copied into the buffer and decoded there in place
-//!   (an encoded point is as long as a decoded one; each thread of the kernel reads its
-//!   point before writing it), the curve checks included.
+//!   streaming_from_file`): a chunk's encoded points are read in pieces into page-locked
+//!   staging (two slots of `PIECE_BYTES`, by `READ_THREADS` threads, kept with the item for
+//!   its next partitions), each piece copied into the buffer and decoded there in place (an
+//!   encoded point is as long as a decoded one; each thread of the kernel reads its point
+//!   before writing it), the curve checks included. The next piece is read while the last
+//!   one copies.
 //!
 //! A resident query is summed in place, in chunks as large as the room its caller gives the
 //! MSM's scratch (`resident_chunk`): each MSM's scratch is then bounded whatever the query's
@@ -100,9 +102,33 @@ pub(crate) fn resident_chunk(
     points
 }
 
-/// Page-locked host bytes a GPU holds to stream a key from its file: two chunks' staging.
-pub(crate) fn file_staging_bytes(chunk_bytes: u64) -> u64 {
-    2 * chunk_bytes
+/// Bytes of one staging slot for chunks read from the file: 2M G1 or 1M G2 points.
+const PIECE_BYTES: usize = 192 << 20;
+
+/// Page-locked host bytes a GPU holds to stream a key from its file: two staging slots for
+/// each of the two partitions that may be in flight.
+pub(crate) const FILE_STAGING_BYTES: u64 = 4 * PIECE_BYTES as u64;
+
+/// Staging slots kept between partitions (allocating 384 MiB of page-locked memory costs
+/// tens of milliseconds): at most two pairs, one per partition in flight.
+#[derive(Default)]
+pub(crate) struct StagingPool(std::sync::Mutex<Vec<[PinnedBuffer; 2]>>);
+
+impl StagingPool {
+    fn take(&self) -> Result<[PinnedBuffer; 2], CudaError> {
+        let pooled = self.0.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        match pooled {
+            Some(pair) => Ok(pair),
+            None => Ok([
+                PinnedBuffer::new(PIECE_BYTES)?,
+                PinnedBuffer::new(PIECE_BYTES)?,
+            ]),
+        }
+    }
+
+    fn give_back(&self, pair: [PinnedBuffer; 2]) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).push(pair);
+    }
 }
 
 /// The consumer's side of a partition's streamed chunks: buffers come full from the filler
@@ -125,6 +151,7 @@ pub(crate) fn with_chunked_msms<R>(
     dev: &CudaDevice,
     queries: &[(&Bases<'_>, usize)],
     chunk_bytes: usize,
+    staging: &StagingPool,
     f: impl FnOnce(&mut ChunkedMsms) -> Result<R, CudaError>,
 ) -> Result<R, CudaError> {
     let chunk_words = (chunk_bytes / 8).max(G2_LIMBS);
@@ -157,7 +184,7 @@ pub(crate) fn with_chunked_msms<R>(
     std::thread::scope(|s| {
         let filler = std::thread::Builder::new()
             .name("msm-chunks".into())
-            .spawn_scoped(s, || fill(&copier, chunks, chunk_words, empty_rx, full_tx))
+            .spawn_scoped(s, || fill(&copier, chunks, staging, empty_rx, full_tx))
             .map_err(|e| CudaError::Invalid(format!("chunk filler thread: {e}")))?;
         let result = f(&mut msms);
         // Closing our ends stops the filler at its next buffer.
@@ -211,8 +238,19 @@ struct FileStaging {
     slots: [PinnedBuffer; 2],
     copied: [Option<cudarc::driver::CudaEvent>; 2],
     readers: rayon::ThreadPool,
-    /// One decode verdict per chunk (u64::MAX: every point good).
+    /// One decode verdict per piece (u64::MAX: every point good), and each piece's query and
+    /// first point, for the error that names a refused point.
     verdicts: CudaSlice<u64>,
+    pieces: Vec<(Query, usize)>,
+}
+
+/// Pieces of `PIECE_BYTES` the file's chunks are staged in.
+fn pieces_of(chunks: &[Chunk<'_>]) -> usize {
+    chunks
+        .iter()
+        .filter(|c| matches!(c.source, Source::File { .. }))
+        .map(|c| c.points.div_ceil(PIECE_BYTES / (c.limbs * 8)))
+        .sum()
 }
 
 /// The filler: each chunk into an empty buffer, handed over full, until the chunks or the
@@ -220,124 +258,143 @@ struct FileStaging {
 fn fill(
     copier: &CudaDevice,
     chunks: &[Chunk<'_>],
-    chunk_words: usize,
+    pool: &StagingPool,
     empty: Receiver<CudaSlice<u64>>,
     full: SyncSender<Result<CudaSlice<u64>, CudaError>>,
 ) -> Result<(), CudaError> {
     copier.ctx.bind_to_thread()?;
     let mut staging = None;
-    if chunks
-        .iter()
-        .any(|c| matches!(c.source, Source::File { .. }))
-    {
+    let pieces = pieces_of(chunks);
+    if pieces > 0 {
         staging = Some(FileStaging {
-            slots: [
-                PinnedBuffer::new(chunk_words * 8)?,
-                PinnedBuffer::new(chunk_words * 8)?,
-            ],
+            slots: pool.take()?,
             copied: [None, None],
+            pieces: Vec::with_capacity(pieces),
             readers: rayon::ThreadPoolBuilder::new()
                 .num_threads(READ_THREADS)
                 .thread_name(|i| format!("chunk-read-{i}"))
                 .build()
                 .map_err(|e| CudaError::Invalid(format!("chunk reader threads: {e}")))?,
-            verdicts: copier.stream.clone_htod(&vec![u64::MAX; chunks.len()])?,
+            verdicts: copier.stream.clone_htod(&vec![u64::MAX; pieces])?,
         });
     }
-    for (k, chunk) in chunks.iter().enumerate() {
-        let words = chunk.points * chunk.limbs;
+    let mut failure = None;
+    for chunk in chunks {
+        let Ok(mut buf) = empty.recv() else { break };
         let filled = match (&chunk.source, staging.as_mut()) {
-            (Source::Host(host), _) => empty.recv().ok().map(|mut buf| {
-                copier
-                    .stream
-                    .memcpy_htod(*host, &mut buf.slice_mut(..words))
-                    .map(|_| buf)
-                    .map_err(CudaError::from)
-            }),
-            (&Source::File { file, query, first }, Some(st)) => {
-                let slot = k % 2;
-                if let Some(e) = st.copied[slot].take() {
-                    e.synchronize()?;
-                }
-                // SAFETY: the slot's last copy has completed (above).
-                let host = unsafe { st.slots[slot].slice_mut::<u8>(words * 8) };
-                if let Err(e) = st.readers.install(|| file.read_encoded(query, first, host)) {
-                    let _ = full.send(Err(CudaError::Invalid(e.to_string())));
-                    return Err(CudaError::Invalid(e.to_string()));
-                }
-                let Ok(buf) = empty.recv() else { break };
-                let decoded = decode_in_place(copier, buf, host, chunk, &mut st.verdicts, k);
-                st.copied[slot] = Some(copier.mark()?);
-                Some(decoded)
-            }
+            (Source::Host(host), _) => copier
+                .stream
+                .memcpy_htod(*host, &mut buf.slice_mut(..chunk.points * chunk.limbs))
+                .map_err(CudaError::from),
+            (Source::File { .. }, Some(st)) => stage_from_file(copier, &mut buf, chunk, st),
             (Source::File { .. }, None) => {
                 unreachable!("staging is made when a chunk reads the file")
             }
         };
-        let Some(filled) = filled else { break };
-        let failed = filled.is_err();
-        if full.send(filled).is_err() || failed {
+        let handed = match filled {
+            Ok(()) => full.send(Ok(buf)).is_ok(),
+            Err(e) => {
+                failure = Some(e.to_string());
+                let _ = full.send(Err(e));
+                false
+            }
+        };
+        if !handed {
             break;
         }
     }
     copier.synchronize()?;
-    match staging {
-        Some(st) => decode_verdict(copier, &st.verdicts, chunks),
-        None => Ok(()),
+    let file = chunks.iter().find_map(|c| match c.source {
+        Source::File { file, .. } => Some(file),
+        Source::Host(_) => None,
+    });
+    let verdict = match (&staging, file) {
+        (Some(st), Some(file)) => decode_verdict(copier, file, st),
+        _ => Ok(()),
+    };
+    if let Some(st) = staging {
+        pool.give_back(st.slots);
+    }
+    match failure {
+        Some(e) => Err(CudaError::Invalid(e)),
+        None => verdict,
     }
 }
 
-/// Copies `host`'s encoded points of `chunk` into `buf` and decodes them there, recording
-/// the verdict in `verdicts[k]`.
-fn decode_in_place(
+/// Reads `chunk`'s encoded points from the file in pieces through the staging slots, each
+/// copied into `buf` and decoded there, each piece's verdict its own. Returns once the last
+/// piece's copy and decode are queued on the copier's stream.
+fn stage_from_file(
     copier: &CudaDevice,
-    mut buf: CudaSlice<u64>,
-    host: &[u8],
+    buf: &mut CudaSlice<u64>,
     chunk: &Chunk<'_>,
-    verdicts: &mut CudaSlice<u64>,
-    k: usize,
-) -> Result<CudaSlice<u64>, CudaError> {
+    st: &mut FileStaging,
+) -> Result<(), CudaError> {
+    let Source::File { file, query, first } = chunk.source else {
+        return Ok(());
+    };
+    let point_bytes = chunk.limbs * 8;
+    let per_piece = PIECE_BYTES / point_bytes;
     let kernel = if chunk.limbs == G2_LIMBS {
         &copier.k.decode_g2
     } else {
         &copier.k.decode_g1
     };
-    let count = chunk.points as u64;
-    {
-        let (ptr, _written) = buf.device_ptr_mut(&copier.stream);
-        // SAFETY: host holds count points' bytes; buf has room for a chunk.
-        unsafe { cudarc::driver::result::memcpy_htod_async(ptr, host, copier.stream.cu_stream()) }?;
-        let mut verdict = verdicts.slice_mut(k..k + 1);
+    let (base, _written) = buf.device_ptr_mut(&copier.stream);
+    let mut at = 0;
+    while at < chunk.points {
+        let n = per_piece.min(chunk.points - at);
+        let piece = st.pieces.len();
+        let slot = piece % 2;
+        st.pieces.push((query, first + at));
+        if let Some(e) = st.copied[slot].take() {
+            e.synchronize()?;
+        }
+        // SAFETY: the slot's last copy has completed (above).
+        let host = unsafe { st.slots[slot].slice_mut::<u8>(n * point_bytes) };
+        st.readers
+            .install(|| file.read_encoded(query, first + at, host))
+            .map_err(|e| CudaError::Invalid(e.to_string()))?;
+        let dst = base + (at * point_bytes) as u64;
+        // SAFETY: host holds n points' bytes; the buffer has room for the chunk's points.
+        unsafe {
+            cudarc::driver::result::memcpy_htod_async(dst, &*host, copier.stream.cu_stream())
+        }?;
+        let count = n as u64;
+        let mut verdict = st.verdicts.slice_mut(piece..piece + 1);
         let mut b = copier.stream.launch_builder(kernel);
         // In place: each thread reads its whole point before writing it.
-        b.arg(&ptr).arg(&ptr).arg(&count).arg(&mut verdict);
-        // SAFETY: ptr holds `count` encoded points, the kernel's contract.
+        b.arg(&dst).arg(&dst).arg(&count).arg(&mut verdict);
+        // SAFETY: dst holds `count` encoded points, the kernel's contract.
         unsafe { b.launch(grid(count, 128)) }?;
-    }
-    Ok(buf)
-}
-
-/// The first point a decode refused, by chunk, as an error naming it.
-fn decode_verdict(
-    copier: &CudaDevice,
-    verdicts: &CudaSlice<u64>,
-    chunks: &[Chunk<'_>],
-) -> Result<(), CudaError> {
-    let verdicts = copier.read_back(verdicts, chunks.len())?;
-    for (v, chunk) in verdicts.iter().zip(chunks) {
-        if let (&bad, Source::File { file, query, first }) = (v, &chunk.source) {
-            if bad != u64::MAX {
-                return Err(CudaError::Invalid(format!(
-                    "{}: {}[{}]: {}",
-                    file.path().display(),
-                    query.name(),
-                    first + (bad >> 8) as usize,
-                    decode_error(bad & 0xff)
-                )));
-            }
-        }
+        st.copied[slot] = Some(copier.mark()?);
+        at += n;
     }
     Ok(())
+}
+
+/// The first point a decode refused, as an error naming it (the kernel reports a piece's
+/// smallest refused index, shifted left 8, with the reason).
+fn decode_verdict(
+    copier: &CudaDevice,
+    file: &ParamsFile,
+    st: &FileStaging,
+) -> Result<(), CudaError> {
+    let verdicts = copier.read_back(&st.verdicts, st.pieces.len())?;
+    let refused = verdicts
+        .iter()
+        .zip(&st.pieces)
+        .find(|(&v, _)| v != u64::MAX);
+    match refused {
+        None => Ok(()),
+        Some((&bad, &(query, first))) => Err(CudaError::Invalid(format!(
+            "{}: {}[{}]: {}",
+            file.path().display(),
+            query.name(),
+            first + (bad >> 8) as usize,
+            decode_error(bad & 0xff)
+        ))),
+    }
 }
 
 impl ChunkedMsms {

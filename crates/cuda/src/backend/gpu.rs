@@ -141,6 +141,8 @@ pub(crate) struct OnDevice {
     /// The order partitions run in against this item, and the device bytes each reserves.
     pub order: Order,
     pub partition_bytes: u64,
+    /// Page-locked staging for queries streamed from the key's file, kept between partitions.
+    pub file_staging: super::chunks::StagingPool,
     /// Keeps the recorded matrices' address, part of the item's id, from being reused: a weak
     /// reference holds the allocation of the `Arc`, not the 6.84 GiB of host matrices, which
     /// go when the engine's parameter set lets go of them (its memory budget stops counting
@@ -417,6 +419,7 @@ impl Gpu {
             matrices: device_matrices,
             order: Order::of(plan),
             partition_bytes,
+            file_staging: Default::default(),
             _of: matrices.map(Arc::downgrade),
         })
     }

@@ -151,11 +151,10 @@ impl ProverBackend for CudaBackend {
                     })
             })
             .collect::<zkforge_groth16::Result<Vec<_>>>()?;
-        let stream_chunk = self.gpus.iter().map(|g| g.facts.stream_chunk_bytes()).max();
         Ok(crate::placement::key_placement(
             devices,
             key_upload::STAGING_HOST_BYTES,
-            chunks::file_staging_bytes(stream_chunk.unwrap_or(0)),
+            chunks::FILE_STAGING_BYTES,
         ))
     }
 

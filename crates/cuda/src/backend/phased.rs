@@ -230,7 +230,7 @@ fn msms<'a>(
     // below, that copy ends before the witness it reads from can go back to the pool.
     let uploader = d.fork()?;
     let aux = uploader.upload_padded(&w.aux, w.aux.len());
-    let sums = with_chunked_msms(d, &order, chunk_bytes, |chunks| {
+    let sums = with_chunked_msms(d, &order, chunk_bytes, &item.file_staging, |chunks| {
         let buffers = chunks.buffer_bytes();
         let room = |live: &[usize]| {
             let live: u64 = live.iter().map(|&n| n as u64 * s).sum();
