@@ -401,7 +401,13 @@ impl SrsStore {
                         .placement
                         .devices
                         .iter()
-                        .map(|p| p.to_string())
+                        .map(|p| match key.placement.streams_from_file() {
+                            // Not from page-locked memory: at the file's read rate.
+                            true if !p.keeps_key_resident() => {
+                                format!("{p}; streamed queries read from the key's file")
+                            }
+                            _ => p.to_string(),
+                        })
                         .collect(),
                 }),
                 Slot::Loading => None,
