@@ -10,7 +10,8 @@
 #           `bench batch --type porep -c $PROOFS -j $INFLIGHT --verify`, /status, the device's
 #           memory in use every second, the TIMELINE waterfall
 #   full    the same with no holder: the full card, for the regression against the resident
-#           order
+#           order; with BASE=FILE.gz (another build's CLI, gzipped) that build runs the full
+#           card first, then this one, side by side in the same call
 # Binaries as in scripts/gpu-common.sh ($BIN, default .gpucheck/). Output: $OUT/summary.txt,
 # $OUT/results.tgz.
 what="${1:-check,gen,cards}"
@@ -34,9 +35,10 @@ if [[ $what == *gen* ]]; then
   df -h "$work" >> "$out/disk.txt"
 fi
 
-# One card: $1 = GiB left free (empty: the whole card).
+# One card: $1 = GiB left free (empty: the whole card); $2 = the run's tag (default the GiB,
+# or "full").
 card() {
-  local free=$1 tag=${1:-full} holder="" poll
+  local free=$1 tag=${2:-${1:-full}} holder="" poll
   if [ -n "$free" ]; then
     python3 "$root/scripts/hold-vram.py" "$free" > "$out/holder-$tag.log" 2>&1 &
     holder=$!
@@ -71,6 +73,13 @@ if [[ $what == *cards* ]]; then
   for n in ${CARDS:-48 24 16}; do card "$n"; done
 fi
 if [[ $what == *full* ]]; then
+  if [ -n "${BASE:-}" ]; then
+    mkdir -p "$work/base"
+    gzip -dc "$BASE" > "$work/base/zkforge" && chmod +x "$work/base/zkforge"
+    this="$zk"; zk="$work/base/zkforge"
+    card "" base
+    zk="$this"
+  fi
   card ""
 fi
 finish

@@ -331,7 +331,8 @@ fn pipeline_checks(rng: &mut rand_chacha::ChaCha20Rng) -> Result<()> {
 /// of 3000 G1 points (many chunk and matrix-block boundaries): the key's queries streamed from
 /// host memory or resident in any mix, the matrices resident or streamed in blocks. Each
 /// proves deferred witnesses (a, b, c computed on the device) and full ones (a, b, c
-/// uploaded), byte-equal to the CPU's for the same r and s.
+/// uploaded), byte-equal to the CPU's for the same r and s; then with the key left in its
+/// file, what the set streams read from the file chunk by chunk and decoded on the device.
 fn phased_checks(
     pk: &ProvingKey,
     c: &SyntheticCircuit,
@@ -339,6 +340,9 @@ fn phased_checks(
 ) -> Result<()> {
     use zkforge_groth16::prover::placement::Item;
     let matrices = std::sync::Arc::new(MatrixRecorder::record(c.clone())?);
+    let path = std::env::temp_dir().join(format!("phased-{}.params", rand::random::<u64>()));
+    pk.write_file(&path)?;
+    let file = ParamsFile::open(&path)?;
     let sets: [(&str, Vec<Item>); 4] = [
         ("everything streamed", vec![]),
         ("key streamed", vec![Item::Matrices]),
@@ -370,16 +374,32 @@ fn phased_checks(
             let gpu_proof =
                 prover::prove_on(&gpu, Dispatch::on(0), pk, witness()?, rnd, &mut report)?;
             let again = prover::prove_on(&gpu, Dispatch::on(0), pk, witness()?, rnd, &mut report)?;
+            let from_file = prover::prove_on(
+                &gpu,
+                Dispatch::on(0),
+                KeyRef::File(&file),
+                witness()?,
+                rnd,
+                &mut report,
+            )?;
             ensure!(
                 gpu_proof == cpu && again == cpu,
                 "phased, {name} (deferred {deferred}): a GPU proof differs from the CPU proof"
             );
+            ensure!(
+                from_file == cpu,
+                "phased, {name} (deferred {deferred}), the key streamed from its file: the GPU \
+                 proof differs from the CPU proof"
+            );
         }
         println!(
-            "{:<28} phased, deferred and full witnesses, bytes equal: true ({:.3} s)",
+            "{:<28} phased, deferred and full witnesses, key in memory and in its file, \
+             bytes equal: true ({:.3} s)",
             name,
             t.elapsed().as_secs_f64()
         );
     }
+    drop(file);
+    let _ = std::fs::remove_file(&path);
     Ok(())
 }

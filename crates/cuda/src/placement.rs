@@ -176,19 +176,22 @@ pub fn plan(facts: &GpuFacts, key: &KeyShape) -> Result<Placement, NoPlacement> 
 
 /// What the engine is told of a key from each device's plan: it stays in its file when every
 /// plan keeps it resident (uploaded through `staging_bytes` of page-locked staging a GPU), and
-/// what any plan streams is page-locked in host memory.
-pub fn key_placement(devices: Vec<Placement>, staging_bytes: u64) -> KeyPlacement {
+/// what any plan streams is page-locked in host memory, or, where that does not fit the host,
+/// read from the file through `file_staging_bytes` more a GPU.
+pub fn key_placement(
+    devices: Vec<Placement>,
+    staging_bytes: u64,
+    file_staging_bytes: u64,
+) -> KeyPlacement {
     let key_in_file = devices.iter().all(Placement::keeps_key_resident);
     let streams = |i| devices.iter().any(|p| p.streamed.contains(&i));
+    let gpus = devices.len() as u64;
     KeyPlacement {
         key_in_file,
         pin_key: Item::QUERIES.into_iter().any(streams),
         pin_matrices: streams(Item::Matrices),
-        host_overhead_bytes: if key_in_file {
-            staging_bytes * devices.len() as u64
-        } else {
-            0
-        },
+        host_overhead_bytes: if key_in_file { staging_bytes * gpus } else { 0 },
+        file_streaming_bytes: Some((staging_bytes + file_staging_bytes) * gpus),
         devices,
     }
 }
@@ -335,12 +338,19 @@ pub(crate) mod tests {
     fn the_engine_pins_what_any_device_streams() {
         let full = plan(&card(141, Residency::Auto), &porep_32g()).unwrap();
         let small = plan(&card(16, Residency::Auto), &porep_32g()).unwrap();
-        let k = key_placement(vec![full.clone()], 1 << 20);
+        let k = key_placement(vec![full.clone()], 1 << 20, 1 << 21);
         assert!(k.key_in_file && !k.pin_key && !k.pin_matrices);
         assert_eq!(k.host_overhead_bytes, 1 << 20);
-        let k = key_placement(vec![full, small], 1 << 20);
+        let k = key_placement(vec![full, small], 1 << 20, 1 << 21);
         assert!(!k.key_in_file && k.pin_key && k.pin_matrices);
         assert_eq!(k.host_overhead_bytes, 0);
+        assert!(!k.streams_from_file());
+        // Where the decoded key does not fit the host: read from the file through staging
+        // for the upload and for the chunks, on each of the two GPUs; the matrices are still
+        // page-locked.
+        let f = k.streaming_from_file().unwrap();
+        assert!(f.key_in_file && !f.pin_key && f.pin_matrices && f.streams_from_file());
+        assert_eq!(f.host_overhead_bytes, 2 * (1 << 20) + 2 * (1 << 21));
     }
 
     /// Prints the plans of docs/perf.md's table: `cargo test --release -p zkforge-cuda --lib

@@ -184,13 +184,6 @@ impl SrsStore {
         urgency: Urgency,
     ) -> Result<Arc<Resident>> {
         let lengths = self.source.lengths(id)?;
-        // Errors name the set where they are reported (the job's failure, the preload's log).
-        let place = |matrices: Option<&ConstraintMatrices>| -> Result<KeyPlacement> {
-            Ok(self.backend.place(&lengths, matrices)?)
-        };
-        // A first answer from the lengths alone sizes the reservation; the matrices (a few
-        // seconds' read) then give the placement the key is loaded with.
-        let mut placement = place(None)?;
         let host_form = |p: &KeyPlacement| {
             let form = if p.key_in_file {
                 // A key left in its file keeps only its verifying key's ic points on the host.
@@ -200,7 +193,6 @@ impl SrsStore {
             };
             (form, form + p.host_overhead_bytes)
         };
-        let mut key_bytes = host_form(&placement).1;
         let cache = self.source.matrices_cache(id);
         let has_matrices = circuit.is_some() || cache.as_ref().is_some_and(|p| p.exists());
         let mut matrix_bytes = if has_matrices {
@@ -210,7 +202,25 @@ impl SrsStore {
         };
         let site = EvaluationSite::choose(has_matrices, self.backend.as_ref());
         let partition = PartitionPlan::new(&lengths, site).host_bytes();
-        check_host_room(self.budget.total(), key_bytes, matrix_bytes, partition)?;
+        let total = self.budget.total();
+        // Errors name the set where they are reported (the job's failure, the preload's log).
+        // A key the devices stream from host memory is read from its file instead where its
+        // decoded form, the matrices and a partition would not fit the budget.
+        let place = |matrices: Option<&ConstraintMatrices>,
+                     matrix_bytes: u64|
+         -> Result<KeyPlacement> {
+            let p = self.backend.place(&lengths, matrices)?;
+            let decoded = host_form(&p).1;
+            Ok(match p.streaming_from_file() {
+                Some(f) if check_host_room(total, decoded, matrix_bytes, partition).is_err() => f,
+                _ => p,
+            })
+        };
+        // A first answer from the lengths alone sizes the reservation; the matrices (a few
+        // seconds' read) then give the placement the key is loaded with.
+        let mut placement = place(None, matrix_bytes)?;
+        let mut key_bytes = host_form(&placement).1;
+        check_host_room(total, key_bytes, matrix_bytes, partition)?;
         loop {
             let mut reserved = self.make_room(urgency, key_bytes + matrix_bytes)?;
             let matrices = if has_matrices {
@@ -224,7 +234,8 @@ impl SrsStore {
             } else {
                 None
             };
-            placement = place(matrices.as_ref())?;
+            let recorded = matrices.as_ref().map_or(0, |m| m.heap_bytes() as u64);
+            placement = place(matrices.as_ref(), recorded)?;
             let key = self.source.load(id, placement.key_in_file)?;
             // A source may hand over a decoded key even when the file was preferred (one a
             // benchmark already holds): its bytes count all the same.
@@ -256,6 +267,9 @@ impl SrsStore {
                 circuit = %id.circuit_id(),
                 form = match key {
                     LoadedKey::Memory(_) => "memory",
+                    LoadedKey::File(_) if placement.streams_from_file() => {
+                        "file (streamed from it: the decoded key does not fit the memory budget)"
+                    }
                     LoadedKey::File(_) => "file",
                 },
                 host_bytes = key.host_bytes(),
@@ -392,7 +406,13 @@ impl SrsStore {
                         .placement
                         .devices
                         .iter()
-                        .map(|p| p.to_string())
+                        .map(|p| match key.placement.streams_from_file() {
+                            // Not from page-locked memory: at the file's read rate.
+                            true if !p.keeps_key_resident() => {
+                                format!("{p}; streamed queries read from the key's file")
+                            }
+                            _ => p.to_string(),
+                        })
                         .collect(),
                 }),
                 Slot::Loading => None,

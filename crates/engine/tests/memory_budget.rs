@@ -266,6 +266,8 @@ struct ModelDevice {
     cpu: CpuBackend,
     vram: u64,
     pinner: Option<Arc<RecordingPinner>>,
+    /// Host bytes of staging to stream the key from its file, where the device can.
+    file_streaming: Option<u64>,
 }
 
 impl ModelDevice {
@@ -274,6 +276,7 @@ impl ModelDevice {
             cpu: CpuBackend::new(),
             vram,
             pinner: None,
+            file_streaming: None,
         }
     }
 
@@ -334,6 +337,7 @@ impl ProverBackend for ModelDevice {
             },
             pin_key: Item::QUERIES.into_iter().any(streams),
             pin_matrices: streams(Item::Matrices),
+            file_streaming_bytes: self.file_streaming,
             devices: vec![plan],
         })
     }
@@ -344,7 +348,15 @@ impl ProverBackend for ModelDevice {
         w: zkforge_groth16::Witness,
         report: &mut zkforge_groth16::ProveReport,
     ) -> zkforge_groth16::Result<zkforge_groth16::QuerySums> {
-        self.cpu.query_sums_on(on, key, w, report)
+        match key {
+            // A device streaming from the file reads every point from it at each partition:
+            // the model decodes it for the CPU's sums.
+            zkforge_groth16::KeyRef::File(f) => {
+                let pk = f.decode(Default::default())?;
+                self.cpu.query_sums_on(on, (&pk).into(), w, report)
+            }
+            key => self.cpu.query_sums_on(on, key, w, report),
+        }
     }
 }
 
@@ -388,6 +400,86 @@ fn the_backends_placement_decides_the_keys_form_and_status_shows_each_plan() {
         "{}",
         set.bytes
     );
+}
+
+#[test]
+fn a_streamed_key_whose_decoded_form_does_not_fit_is_read_from_its_file() {
+    let (id, pk) = keys(10);
+    // Room for the matrices (twice the estimate), two partitions and half the decoded key.
+    let estimate = (pk.h.len() as u64 + 1) * 60;
+    let partition = common::partition_bytes(&pk);
+    let decoded = pk.lengths().decoded_bytes() as u64;
+    let budget = 2 * estimate + 2 * partition + decoded / 2;
+    assert!(
+        decoded + estimate + partition > budget,
+        "the decoded key must not fit"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("key.params");
+    pk.write_file(&path).unwrap();
+    let run = |file_streaming: Option<u64>| {
+        let forms = Arc::new(Mutex::new(Vec::new()));
+        let source = FileSource {
+            keys: common::MemorySource([(id.stem.clone(), pk.clone())].into_iter().collect()),
+            path: path.clone(),
+            forms: forms.clone(),
+        };
+        // A device with room for a partition only: every query streams.
+        let backend = Arc::new(ModelDevice {
+            file_streaming,
+            ..ModelDevice::new(1 << 20)
+        });
+        let config = EngineConfig {
+            memory_budget: budget.to_string(),
+            ..Default::default()
+        };
+        let e = Engine::start(config, backend, Box::new(source)).unwrap();
+        let done = e.wait(submit(&e, job(10, 1)), Some(Duration::from_secs(60)));
+        let outcome = done.unwrap().unwrap().outcome;
+        let forms = forms.lock().unwrap().clone();
+        (outcome, forms, e.status())
+    };
+    // A backend that can read the streamed queries from the file is handed the key there.
+    let (outcome, forms, status) = run(Some(4096));
+    assert!(matches!(outcome, JobOutcome::Completed(_)), "{outcome:?}");
+    assert_eq!(forms, vec![true], "loaded in its file");
+    assert!(
+        status.memory_peak_bytes <= budget,
+        "{} > {budget}",
+        status.memory_peak_bytes
+    );
+    // One that cannot is refused at once, with the numbers, before the key is read.
+    let (outcome, forms, _) = run(None);
+    match outcome {
+        JobOutcome::Failed(msg) => assert!(msg.contains("engine.memory_budget"), "{msg}"),
+        other => panic!("the job should fail: {other:?}"),
+    }
+    assert!(
+        forms.is_empty(),
+        "refused before the key was read: {forms:?}"
+    );
+}
+
+/// A source that hands over its one key in the form asked for, from `path` when in its file,
+/// recording the forms asked for.
+struct FileSource {
+    keys: common::MemorySource,
+    path: std::path::PathBuf,
+    forms: Arc<Mutex<Vec<bool>>>,
+}
+
+impl zkforge_engine::ParamsSource for FileSource {
+    fn lengths(&self, id: &zkforge_circuits::ParamsId) -> anyhow::Result<QueryLengths> {
+        self.keys.lengths(id)
+    }
+    fn load(&self, id: &zkforge_circuits::ParamsId, in_file: bool) -> anyhow::Result<LoadedKey> {
+        self.forms.lock().unwrap().push(in_file);
+        if in_file {
+            let file = zkforge_groth16::ParamsFile::open(&self.path)?;
+            return Ok(LoadedKey::File(Box::new(file)));
+        }
+        self.keys.load(id, in_file)
+    }
 }
 
 /// A source that records the form each load was asked for.

@@ -141,6 +141,8 @@ pub(crate) struct OnDevice {
     /// The order partitions run in against this item, and the device bytes each reserves.
     pub order: Order,
     pub partition_bytes: u64,
+    /// Page-locked staging for queries streamed from the key's file, kept between partitions.
+    pub file_staging: super::chunks::StagingPool,
     /// Keeps the recorded matrices' address, part of the item's id, from being reused: a weak
     /// reference holds the allocation of the `Arc`, not the 6.84 GiB of host matrices, which
     /// go when the engine's parameter set lets go of them (its memory budget stops counting
@@ -320,14 +322,6 @@ impl Gpu {
         let plan = self.plan(&shape).map_err(|e| {
             CudaError::NoRoom(format!("GPU {} cannot prove this key: {e}", self.ordinal))
         })?;
-        if let (false, KeyRef::File(f)) = (plan.keeps_key_resident(), key) {
-            return Err(CudaError::Internal(format!(
-                "the key {} was left in its file for VRAM, but GPU {}'s plan streams part of \
-                 it ({plan})",
-                f.path().display(),
-                self.ordinal
-            )));
-        }
         let model = placement::inputs(&self.facts, &shape);
         let resident_bytes: u64 = plan.resident.iter().map(|&i| model.bytes(i)).sum();
         let order = Order::of(&plan);
@@ -385,10 +379,8 @@ impl Gpu {
         let d = &self.main;
         let keeps = |i| plan.resident.contains(&i);
         let queries = match key {
-            KeyRef::File(f) if plan.keeps_key_resident() => {
-                super::key_upload::upload_from_file(d, f, n_in, b_in)?
-            }
-            KeyRef::File(_) => ResidentQueries::default(),
+            // What the plan streams is read from the file too, chunk by chunk (chunks.rs).
+            KeyRef::File(f) => super::key_upload::upload_from_file(d, f, n_in, b_in, keeps)?,
             KeyRef::Memory(pk) => {
                 let host = AuxQueries::of(pk, n_in, b_in);
                 let g1 = |i, bases| keeps(i).then(|| d.upload_g1(bases)).transpose();
@@ -427,6 +419,7 @@ impl Gpu {
             matrices: device_matrices,
             order: Order::of(plan),
             partition_bytes,
+            file_staging: Default::default(),
             _of: matrices.map(Arc::downgrade),
         })
     }

@@ -7,7 +7,7 @@
 use std::time::{Duration, Instant};
 
 use cudarc::driver::{result, CudaSlice, DevicePtrMut, PushKernelArg};
-use zkforge_groth16::prover::placement::QueryPoints;
+use zkforge_groth16::prover::placement::Item;
 use zkforge_groth16::srs::Query;
 use zkforge_groth16::ParamsFile;
 
@@ -24,10 +24,10 @@ pub(crate) const STAGING_HOST_BYTES: u64 = 2 * CHUNK_BYTES as u64;
 /// Threads that read a chunk from the file, in pieces. Their own pool: in the daemon the key
 /// is staged while the first partitions are synthesized on every core, and reads queued on
 /// rayon's global pool waited behind synthesis (47 GB at 4.1 GB/s on the H200 box, issue 24).
-const READ_THREADS: usize = 8;
+pub(crate) const READ_THREADS: usize = 8;
 
 /// Why the decode kernel refused a point (kernels/ec/encode.cuh `decode_error`).
-fn reason(code: u64) -> &'static str {
+pub(crate) fn decode_error(code: u64) -> &'static str {
     match code {
         1 => "bad flag bits (compressed or sign set, or junk after the infinity flag)",
         2 => "a coordinate is not below the field modulus",
@@ -131,7 +131,7 @@ impl CudaDevice {
                         "{}[{}]: {}",
                         q.name(),
                         first + (bad >> 8) as usize,
-                        reason(bad & 0xff)
+                        decode_error(bad & 0xff)
                     ),
                 },
             ));
@@ -141,47 +141,49 @@ impl CudaDevice {
 }
 
 /// The aux-side bases of the key in `file` (h, l, a past the `n_in` inputs, b past the `b_in`
-/// B-dense inputs), decoded on `d`.
+/// B-dense inputs) that `keeps` names resident, decoded on `d`.
 pub(crate) fn upload_from_file(
     d: &CudaDevice,
     file: &ParamsFile,
     n_in: usize,
     b_in: usize,
+    keeps: impl Fn(Item) -> bool,
 ) -> Result<ResidentQueries, CudaError> {
     let mut st = d.staging()?;
-    let mut g1 = |q: Query, first: usize| -> Result<DeviceBasesG1, CudaError> {
+    let parts = [
+        (Item::H, Query::H, 0),
+        (Item::L, Query::L, 0),
+        (Item::A, Query::A, n_in),
+        (Item::BG1, Query::BG1, b_in),
+        (Item::BG2, Query::BG2, b_in),
+    ];
+    let mut bufs = Vec::new();
+    for &(item, q, first) in &parts {
+        if !keeps(item) {
+            bufs.push(None);
+            continue;
+        }
         let len = file.section(q).len.saturating_sub(first);
+        let limbs = q.point_bytes() / 8;
         // SAFETY: every point is written by the decode kernel.
-        let mut buf = unsafe { d.stream.alloc::<u64>(len.max(1) * 12) }?;
+        let mut buf = unsafe { d.stream.alloc::<u64>(len.max(1) * limbs) }?;
         d.upload_query(file, q, (first, len), &mut buf, &mut st)?;
-        Ok(DeviceBasesG1 { buf, len })
-    };
-    let (h, l, a_aux, b_g1_aux) = (
-        g1(Query::H, 0)?,
-        g1(Query::L, 0)?,
-        g1(Query::A, n_in)?,
-        g1(Query::BG1, b_in)?,
-    );
-    let len = file.section(Query::BG2).len.saturating_sub(b_in);
-    // SAFETY: as above.
-    let mut buf = unsafe { d.stream.alloc::<u64>(len.max(1) * 24) }?;
-    d.upload_query(file, Query::BG2, (b_in, len), &mut buf, &mut st)?;
+        bufs.push(Some((buf, len)));
+    }
     d.synchronize()?;
     // Which side sets the upload's pace, and the key's make-up by query.
-    let parts = [
-        ("h", Query::H, 0),
-        ("l", Query::L, 0),
-        ("a", Query::A, n_in),
-        ("b_g1", Query::BG1, b_in),
-        ("b_g2", Query::BG2, b_in),
-    ];
     let bytes_of =
         |q: Query, first: usize| file.section(q).len.saturating_sub(first) * q.point_bytes();
     let by_query: Vec<String> = parts
         .iter()
-        .map(|&(name, q, first)| format!("{name} {:.2}", bytes_of(q, first) as f64 / 1e9))
+        .filter(|&&(item, _, _)| keeps(item))
+        .map(|&(item, q, first)| format!("{} {:.2}", item.name(), bytes_of(q, first) as f64 / 1e9))
         .collect();
-    let gb = QueryPoints::aux_side(&file.lengths(), n_in, b_in).bytes() as f64 / 1e9;
+    let gb = parts
+        .iter()
+        .filter(|&&(item, _, _)| keeps(item))
+        .map(|&(_, q, first)| bytes_of(q, first) as f64 / 1e9)
+        .sum::<f64>();
     let read_s = st.reading.as_secs_f64();
     tracing::info!(
         file = %file.path().display(),
@@ -192,11 +194,22 @@ pub(crate) fn upload_from_file(
         device_wait_s = format!("{:.2}", st.waiting.as_secs_f64()),
         "proving key read from its file and decoded on the device"
     );
+    let mut bufs = bufs.into_iter();
+    let mut g1 = || {
+        bufs.next()
+            .flatten()
+            .map(|(buf, len)| DeviceBasesG1 { buf, len })
+    };
+    let (h, l, a_aux, b_g1_aux) = (g1(), g1(), g1(), g1());
+    let b_g2_aux = bufs
+        .next()
+        .flatten()
+        .map(|(buf, len)| DeviceBasesG2 { buf, len });
     Ok(ResidentQueries {
-        h: Some(h),
-        l: Some(l),
-        a_aux: Some(a_aux),
-        b_g1_aux: Some(b_g1_aux),
-        b_g2_aux: Some(DeviceBasesG2 { buf, len }),
+        h,
+        l,
+        a_aux,
+        b_g1_aux,
+        b_g2_aux,
     })
 }

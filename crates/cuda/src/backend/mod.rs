@@ -151,6 +151,7 @@ impl ProverBackend for CudaBackend {
         Ok(crate::placement::key_placement(
             devices,
             key_upload::STAGING_HOST_BYTES,
+            chunks::FILE_STAGING_BYTES,
         ))
     }
 

@@ -23,7 +23,10 @@ use zkforge_groth16::{
 };
 use zkforge_groth16::{KeyRef, ProveReport, Scalar, Witness};
 
-use super::chunks::{Bases, ChunkedMsms, G1_LIMBS, G2_LIMBS};
+use blstrs::G1Affine;
+use zkforge_groth16::srs::Query;
+
+use super::chunks::{with_chunked_msms, Bases, G1_LIMBS, G2_LIMBS};
 use super::gpu::{AuxQueries, DeviceMatricesOf, OnDevice};
 use super::partition::{phase, InputSums};
 use crate::device::{CudaDevice, DeviceScalars};
@@ -155,10 +158,10 @@ pub(crate) fn block_bytes(chunk_bytes: u64) -> u64 {
 
 /// The five MSMs in chunks, each over its resident bases or streamed from the key in host
 /// memory, the aux uploaded again beside H's.
-fn msms(
+fn msms<'a>(
     d: &CudaDevice,
-    key: KeyRef<'_>,
-    item: &OnDevice,
+    key: KeyRef<'a>,
+    item: &'a OnDevice,
     w: &Witness,
     h: DeviceScalars,
 ) -> Result<QuerySums, CudaError> {
@@ -171,33 +174,48 @@ fn msms(
         KeyRef::File(_) => None,
     };
     let q = &item.queries;
-    fn g1<'a>(
-        resident: Option<&'a crate::DeviceBasesG1>,
-        host: Option<&'a [blstrs::G1Affine]>,
-    ) -> Result<(Bases<'a>, usize), CudaError> {
-        match (resident, host) {
-            (Some(r), _) => Ok((Bases::Device(&r.buf), G1_LIMBS)),
-            (None, Some(h)) => Ok((Bases::Host(g1_affine_as_u64(h)), G1_LIMBS)),
-            (None, None) => Err(streamed_from_file()),
-        }
-    }
+    let (n_in, b_in) = (item.inputs.a.len(), item.inputs.b_g1.len());
+    // A query the plan does not keep resident streams from host memory, or from the key's
+    // file when the key stayed there (its decoded form did not fit host memory).
+    let streamed = |query: Query, first: usize, host: Option<&'a [u64]>| match (host, key) {
+        (Some(words), _) => Bases::Host(words),
+        (None, KeyRef::File(file)) => Bases::File { file, query, first },
+        (None, KeyRef::Memory(_)) => unreachable!("a decoded key's queries are in host memory"),
+    };
+    let g1 =
+        |r: Option<&'a crate::DeviceBasesG1>, query, first, host: Option<&'a [G1Affine]>| match r {
+            Some(r) => (Bases::Device(&r.buf), G1_LIMBS),
+            None => (streamed(query, first, host.map(g1_affine_as_u64)), G1_LIMBS),
+        };
     let bases = [
-        g1(q.h.as_ref(), host.as_ref().map(|h| h.h))?,
-        g1(q.l.as_ref(), host.as_ref().map(|h| h.l))?,
-        g1(q.a_aux.as_ref(), host.as_ref().map(|h| h.a_aux))?,
-        g1(q.b_g1_aux.as_ref(), host.as_ref().map(|h| h.b_g1_aux))?,
+        g1(q.h.as_ref(), Query::H, 0, host.as_ref().map(|h| h.h)),
+        g1(q.l.as_ref(), Query::L, 0, host.as_ref().map(|h| h.l)),
+        g1(
+            q.a_aux.as_ref(),
+            Query::A,
+            n_in,
+            host.as_ref().map(|h| h.a_aux),
+        ),
+        g1(
+            q.b_g1_aux.as_ref(),
+            Query::BG1,
+            b_in,
+            host.as_ref().map(|h| h.b_g1_aux),
+        ),
         (
-            match (&q.b_g2_aux, &host) {
-                (Some(r), _) => Bases::Device(&r.buf),
-                (None, Some(h)) => Bases::Host(g2_affine_as_u64(h.b_g2_aux)),
-                (None, None) => return Err(streamed_from_file()),
+            match &q.b_g2_aux {
+                Some(r) => Bases::Device(&r.buf),
+                None => streamed(
+                    Query::BG2,
+                    b_in,
+                    host.as_ref().map(|h| g2_affine_as_u64(h.b_g2_aux)),
+                ),
             },
             G2_LIMBS,
         ),
     ];
     let order: Vec<(&Bases, usize)> = bases.iter().map(|(b, l)| (b, *l)).collect();
     let chunk_bytes = d.stream_chunk * G1_LIMBS * 8;
-    let mut chunks = ChunkedMsms::new(d, &order, chunk_bytes)?;
     // A resident query's MSM may take, for its scratch, whatever of the partition's
     // reservation the vectors live beside it leave (the h step's three vectors are the peak;
     // the MSMs' own phases are below it, H's by a chunk, L's and the others' by much more).
@@ -208,16 +226,17 @@ fn msms(
         chunk_bytes as u64,
         block_bytes(chunk_bytes as u64),
     ) - MARGIN;
-    let buffers = chunks.buffer_bytes();
-    let room = |live: &[usize]| {
-        let live: u64 = live.iter().map(|&n| n as u64 * s).sum();
-        reserved.saturating_sub(live + buffers)
-    };
     // The aux crosses again on a stream of its own while H's MSM runs. Whatever happens
     // below, that copy ends before the witness it reads from can go back to the pool.
     let uploader = d.fork()?;
     let aux = uploader.upload_padded(&w.aux, w.aux.len());
-    let sums = aux.and_then(|aux| {
+    let sums = with_chunked_msms(d, &order, chunk_bytes, &item.file_staging, |chunks| {
+        let buffers = chunks.buffer_bytes();
+        let room = |live: &[usize]| {
+            let live: u64 = live.iter().map(|&n| n as u64 * s).sum();
+            reserved.saturating_sub(live + buffers)
+        };
+        let aux = aux?;
         let at = (0, room(&[h.len, aux.len]));
         let sum_h = chunks.msm_g1(d, at, &bases[0].0, &h)?;
         drop(h);
@@ -239,10 +258,6 @@ fn msms(
     });
     uploader.synchronize()?;
     sums
-}
-
-fn streamed_from_file() -> CudaError {
-    CudaError::Internal("a streamed query needs the key decoded in host memory".into())
 }
 
 #[cfg(test)]

@@ -550,7 +550,8 @@ impl fmt::Display for Placement {
 /// Where one key goes on a backend's devices, decided before the key is read.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct KeyPlacement {
-    /// The key stays in its file: every device keeps its bases resident, uploaded from there.
+    /// The key stays in its file: what a device keeps resident is uploaded from there, and
+    /// what it streams (see `streaming_from_file`) is read from there at every partition.
     pub key_in_file: bool,
     /// Some device streams the key's queries from host memory: the engine page-locks its
     /// decoded points, so that chunks are copied at the link's pinned rate.
@@ -560,8 +561,35 @@ pub struct KeyPlacement {
     /// Host bytes the backend holds for the key beyond its host form (page-locked staging
     /// for uploads from the file); the engine reserves them with the key.
     pub host_overhead_bytes: u64,
+    /// Host bytes the backend would hold to stream the key's queries straight from its file
+    /// (page-locked staging, every device), where it can: the engine's way out when the
+    /// decoded key does not fit host memory beside the rest.
+    pub file_streaming_bytes: Option<u64>,
     /// One plan per device, in `devices()` order; none for the CPU.
     pub devices: Vec<Placement>,
+}
+
+impl KeyPlacement {
+    /// This placement with the queries the devices stream read from the key's file chunk by
+    /// chunk (and decoded there) instead of from a decoded copy in host memory; None where
+    /// the backend cannot. Slower than page-locked host memory by the file's read rate; the
+    /// host holds only staging.
+    pub fn streaming_from_file(&self) -> Option<Self> {
+        if self.key_in_file {
+            return Some(self.clone());
+        }
+        Some(Self {
+            key_in_file: true,
+            pin_key: false,
+            host_overhead_bytes: self.file_streaming_bytes?,
+            ..self.clone()
+        })
+    }
+
+    /// True when some device streams queries from the key's file.
+    pub fn streams_from_file(&self) -> bool {
+        self.key_in_file && !self.devices.iter().all(Placement::keeps_key_resident)
+    }
 }
 
 #[cfg(test)]
