@@ -2,7 +2,8 @@
 # WinningPoSt, WindowPoSt and SnapDeals at 32 GiB (issue #17), kind by kind: sparse fixtures,
 # `zkforge params generate`, the daemon on $BACKEND, `bench batch --verify` (filecoin-proofs'
 # verifiers), status and TIMELINE. KINDS (default "winning-post window-post snap"), BACKEND
-# (cuda | cpu; default cuda), PROOFS per kind (default 2), SIZE (default 32GiB).
+# (cuda | cpu; default cuda), PROOFS per kind (default 2), SIZE (default 32GiB),
+# SYNTH_WORKERS (default: the daemon's default configuration).
 # Disk: a 32 GiB SnapDeals key is ~34 GB beside its recorded matrices; on the device's 64 GiB
 # disk one kind's files live at a time (KEEP=1 keeps them). A 32 GiB WindowPoSt key (~73 GB:
 # A, B_G1 and L of ~125 M points each, H of 2^27, B_G2 dense at 192 bytes a point) does not fit
@@ -56,10 +57,13 @@ for kind in $kinds; do
   df -h "$work" "$params" >> "$out/disk.txt" 2>&1
   free -g >> "$out/memory.txt" 2>&1
 
-  { daemon_table "$params" "$backend"; cat <<TOML; } > "$work/daemon-$kind.toml"
-[engine]
-synthesis_workers = ${SYNTH_WORKERS:-2}
-TOML
+  # The default configuration unless SYNTH_WORKERS is given (issue 35's figures are the
+  # default's).
+  { daemon_table "$params" "$backend"
+    if [ -n "${SYNTH_WORKERS:-}" ]; then
+      printf '[engine]\nsynthesis_workers = %s\n' "$SYNTH_WORKERS"
+    fi
+  } > "$work/daemon-$kind.toml"
   holder=""
   if [ -n "${HOLD:-}" ]; then
     python3 "$root/scripts/hold-vram.py" "$HOLD" > "$out/holder-$kind.log" 2>&1 &
