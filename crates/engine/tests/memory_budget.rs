@@ -451,7 +451,10 @@ fn a_streamed_key_whose_decoded_form_does_not_fit_is_read_from_its_file() {
     // One that cannot is refused at once, with the numbers, before the key is read.
     let (outcome, forms, _) = run(None);
     match outcome {
-        JobOutcome::Failed(msg) => assert!(msg.contains("engine.memory_budget"), "{msg}"),
+        JobOutcome::Failed(f) => {
+            assert!(f.message.contains("engine.memory_budget"), "{f}");
+            assert_eq!(f.kind, FailureKind::NoRoom, "{f}");
+        }
         other => panic!("the job should fail: {other:?}"),
     }
     assert!(
