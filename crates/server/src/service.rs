@@ -14,8 +14,7 @@ use tokio::sync::Semaphore;
 use tonic::{Code, Request, Response, Status};
 use zkforge_engine::{
     Engine, FailureKind, JobId, JobOutcome, JobRequest, JobResult, Priority, Randomness,
-    SubmitError,
-    MAX_REQUEST_ID_BYTES,
+    SubmitError, MAX_REQUEST_ID_BYTES,
 };
 use zkforge_filecoin::{registry, ParamsId};
 
