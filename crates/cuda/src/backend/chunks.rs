@@ -146,7 +146,8 @@ pub(crate) struct ChunkedMsms {
 
 /// Runs `f` with the MSMs of `queries` (each with its limbs a point) in chunks of
 /// `chunk_bytes`, in the order `f` will sum them; the filler thread runs only when something
-/// streams. An error of the filler (a read or a decode) is the result, whatever `f` returned.
+/// streams. `f`'s error comes first; an error of the filler's own (a read or a decode) is the
+/// result where `f` succeeded.
 pub(crate) fn with_chunked_msms<R>(
     dev: &CudaDevice,
     queries: &[(&Bases<'_>, usize)],
@@ -195,7 +196,7 @@ pub(crate) fn with_chunked_msms<R>(
             .unwrap_or_else(|_| Err(CudaError::Internal("the chunk filler panicked".into())));
         // The MSMs' own error first: a failed fill reaches them through the channel with its
         // kind; the filler's own adds what the MSMs could not see (a refused point).
-        result.and(filled)
+        result.and_then(|r| filled.map(|()| r))
     })
 }
 
