@@ -167,10 +167,7 @@ impl Slots {
 
 /// A CUDA failure as the prover crate's error.
 fn cu<T, E: Into<CudaError>>(r: Result<T, E>) -> zkforge_groth16::Result<T> {
-    r.map_err(|e| zkforge_groth16::Error::Backend {
-        backend: "cuda",
-        message: e.into().to_string(),
-    })
+    r.map_err(|e| zkforge_groth16::Error::from(e.into()))
 }
 
 impl FixedBaseBackend for CudaFixedBase {

@@ -6,15 +6,18 @@
 //! must not wait behind a batch of PoRep. The rules:
 //! - An item that is not in use (no partition holds it) is evicted, least recently used first,
 //!   when another needs its room.
-//! - A request that does not fit waits; the most urgent waiting request is *wanted*. Items whose
+//! - A request that does not fit waits; the waiting request that goes next (the most urgent,
+//!   then the oldest: `zkforge_groth16::urgency::RankedWaiters`) is *wanted*. Items whose
 //!   users are all less urgent than it *drain*: less urgent requests for them wait, so that
 //!   their partitions in flight finish, they fall idle and are evicted for it. (A PoRep key
 //!   drains for a WindowPoSt, and is uploaded again after.)
 //! - A less urgent request never takes room while a more urgent one waits for it.
 //! - An item larger than the budget (with its headroom) never waits: the caller falls back.
 
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, MutexGuard};
 use std::time::{Duration, Instant};
+
+use zkforge_groth16::urgency::{Ranked, RankedWaiters, Ticket, Urgency};
 
 use crate::vram::{VramBudget, VramReservation};
 
@@ -47,30 +50,30 @@ enum Value<T> {
 struct Item<I, T> {
     id: I,
     value: Value<T>,
-    /// The priority of each partition holding the item now.
-    users: Vec<u8>,
+    /// The urgency of each partition holding the item now.
+    users: Vec<Urgency>,
     last_used: u64,
     _vram: VramReservation,
 }
 
 impl<I, T> Item<I, T> {
-    fn most_urgent_user(&self) -> Option<u8> {
+    fn most_urgent_user(&self) -> Option<Urgency> {
         self.users.iter().copied().max()
     }
 }
 
 struct State<I, T> {
     items: Vec<Item<I, T>>,
-    /// The most urgent request waiting for room, and its priority.
-    wanted: Option<(I, u8)>,
+    /// The requests waiting for room, by the item each wants; the first is *wanted*.
+    waiting: RankedWaiters<I>,
     clock: u64,
 }
 
 /// The items resident on one device, the room they hold, and who waits for room.
 pub(crate) struct ResidentSet<I, T> {
     budget: Arc<VramBudget>,
-    state: Mutex<State<I, T>>,
-    changed: Condvar,
+    /// Woken when an item is released, loaded or dropped, and when the wanted request leaves.
+    state: Ranked<State<I, T>>,
     /// Partitions' scratch comes and goes in the same budget without telling this set: a
     /// waiter looks again this often.
     poll: Duration,
@@ -80,7 +83,7 @@ pub(crate) struct ResidentSet<I, T> {
 pub(crate) struct Held<I: Clone + PartialEq, T> {
     set: Arc<ResidentSet<I, T>>,
     id: I,
-    priority: u8,
+    urgency: Urgency,
     value: Arc<T>,
 }
 
@@ -95,18 +98,18 @@ impl<I: Clone + PartialEq, T> Drop for Held<I, T> {
     fn drop(&mut self) {
         let mut st = self.set.lock();
         if let Some(item) = st.items.iter_mut().find(|i| i.id == self.id) {
-            if let Some(k) = item.users.iter().position(|&p| p == self.priority) {
+            if let Some(k) = item.users.iter().position(|&u| u == self.urgency) {
                 item.users.swap_remove(k);
             }
         }
         drop(st);
-        self.set.changed.notify_all();
+        self.set.state.wake_all();
     }
 }
 
 impl<I, T> ResidentSet<I, T> {
     fn lock(&self) -> MutexGuard<'_, State<I, T>> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        self.state.lock()
     }
 }
 
@@ -118,17 +121,16 @@ impl<I: Clone + PartialEq + std::fmt::Debug, T> ResidentSet<I, T> {
     fn with_poll(budget: Arc<VramBudget>, poll: Duration) -> Arc<Self> {
         Arc::new(Self {
             budget,
-            state: Mutex::new(State {
+            state: Ranked::new(State {
                 items: Vec::new(),
-                wanted: None,
+                waiting: RankedWaiters::new(),
                 clock: 0,
             }),
-            changed: Condvar::new(),
             poll,
         })
     }
 
-    /// The item `id` for a partition of `priority` (higher is more urgent), loading it with
+    /// The item `id` for a partition of `urgency`, loading it with
     /// `load` into `bytes` of the budget if it is not resident; `headroom` more bytes must stay
     /// free beside it (its partitions' scratch). A load runs without the set's lock; requests
     /// for the same item wait for it, and a failed load leaves nothing behind.
@@ -137,7 +139,7 @@ impl<I: Clone + PartialEq + std::fmt::Debug, T> ResidentSet<I, T> {
         id: I,
         bytes: u64,
         headroom: u64,
-        priority: u8,
+        urgency: Urgency,
         wait: Wait,
         load: impl FnOnce() -> Result<T, E>,
     ) -> Result<Acquired<I, T>, E> {
@@ -148,6 +150,8 @@ impl<I: Clone + PartialEq + std::fmt::Debug, T> ResidentSet<I, T> {
             Wait::No => Instant::now(),
             Wait::For(d) => Instant::now() + d,
         };
+        // This request's place among the waiters for room, once it found none.
+        let mut place: Option<Ticket> = None;
         let mut st = self.lock();
         loop {
             st.clock += 1;
@@ -155,38 +159,35 @@ impl<I: Clone + PartialEq + std::fmt::Debug, T> ResidentSet<I, T> {
             // A more urgent request waits for room: this one neither takes room nor starts
             // work on an item that is draining for it.
             let outranked = |st: &State<I, T>| {
-                st.wanted
-                    .as_ref()
-                    .is_some_and(|(w, p)| *w != id && *p > priority)
+                st.waiting
+                    .first()
+                    .is_some_and(|(u, w)| *w != id && u > urgency)
             };
             let state = &mut *st;
             if let Some(item) = state.items.iter_mut().find(|i| i.id == id) {
-                let draining = matches!(&state.wanted, Some((w, p))
-                    if *w != id && *p > priority && item.most_urgent_user().is_none_or(|u| u < *p));
+                let draining = matches!(state.waiting.first(), Some((u, w))
+                    if *w != id && u > urgency && item.most_urgent_user().is_none_or(|m| m < u));
                 if let (Value::Ready(v), false) = (&item.value, draining) {
                     let value = v.clone();
-                    item.users.push(priority);
+                    item.users.push(urgency);
                     item.last_used = now;
-                    if state.wanted.as_ref().is_some_and(|(w, _)| *w == id) {
-                        state.wanted = None;
-                    }
+                    // The item is served: no request waits for room for it any more.
+                    state.waiting.leave_where(|w| *w == id);
                     return Ok(Acquired::Held(Held {
                         set: self.clone(),
                         id,
-                        priority,
+                        urgency,
                         value,
                     }));
                 }
             } else if !outranked(&st) {
                 let evict = !matches!(wait, Wait::No);
                 if let Some(room) = self.make_room(&mut st, bytes, headroom, evict) {
-                    if st.wanted.as_ref().is_some_and(|(w, _)| *w == id) {
-                        st.wanted = None;
-                    }
+                    st.waiting.leave_where(|w| *w == id);
                     st.items.push(Item {
                         id: id.clone(),
                         value: Value::Loading,
-                        users: vec![priority],
+                        users: vec![urgency],
                         last_used: now,
                         _vram: room,
                     });
@@ -201,7 +202,7 @@ impl<I: Clone + PartialEq + std::fmt::Debug, T> ResidentSet<I, T> {
                             Ok(Acquired::Held(Held {
                                 set: self.clone(),
                                 id,
-                                priority,
+                                urgency,
                                 value,
                             }))
                         }
@@ -214,35 +215,32 @@ impl<I: Clone + PartialEq + std::fmt::Debug, T> ResidentSet<I, T> {
                         (Ok(_), None) => unreachable!("a loading item is never evicted"),
                     };
                     drop(st);
-                    self.changed.notify_all();
+                    self.state.wake_all();
                     return out;
                 }
-                // No room yet: the most urgent such request is the one the others make way for.
-                if !matches!(wait, Wait::No)
-                    && st
-                        .wanted
-                        .as_ref()
-                        .is_none_or(|(w, p)| *p < priority || *w == id)
+                // No room yet: it waits among the others, the first of which the rest make
+                // way for.
+                if !matches!(wait, Wait::No) && !place.as_ref().is_some_and(|t| st.waiting.holds(t))
                 {
-                    st.wanted = Some((id.clone(), priority));
+                    place = Some(st.waiting.join(urgency, id.clone()));
                 }
             }
             let now = Instant::now();
             if now >= deadline {
-                if st.wanted.as_ref().is_some_and(|(w, _)| *w == id) {
-                    st.wanted = None;
-                    self.changed.notify_all();
+                if let Some(place) = place.take() {
+                    // Those it held back may go now.
+                    let was_wanted = st.waiting.is_first(&place);
+                    st.waiting.leave(place);
+                    if was_wanted {
+                        self.state.wake_all();
+                    }
                 }
                 return Ok(Acquired::Busy {
                     holders: holders(&st),
                 });
             }
             let pause = self.poll.min(deadline - now);
-            st = self
-                .changed
-                .wait_timeout(st, pause)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
+            st = self.state.wait(st, Some(pause));
         }
     }
 
@@ -297,7 +295,7 @@ impl<I: Clone + PartialEq + std::fmt::Debug, T> ResidentSet<I, T> {
     /// Drops every idle item (in-use ones stay until released).
     pub fn clear_idle(&self) {
         self.lock().items.retain(|i| !i.users.is_empty());
-        self.changed.notify_all();
+        self.state.wake_all();
     }
 }
 

@@ -293,7 +293,7 @@ impl CudaDevice {
         let (a, b, c) = self.constraint_products_with(m, inputs, aux, padded, Some(c_from))?;
         match c {
             Some(c) => Ok([a, b, c]),
-            None => Err(CudaError::Invalid("c was not computed".into())),
+            None => Err(CudaError::Internal("c was not computed".into())),
         }
     }
 

@@ -53,7 +53,7 @@ impl VramBudget {
     /// Reserves `bytes`, waiting while others hold the room; an error if it can never fit.
     pub fn reserve(self: &Arc<Self>, bytes: u64, what: &str) -> Result<VramReservation, CudaError> {
         if bytes > self.total {
-            return Err(CudaError::Invalid(format!(
+            return Err(CudaError::NoRoom(format!(
                 "{what} needs {} of device memory, more than the budget of {}",
                 gib(bytes),
                 gib(self.total)

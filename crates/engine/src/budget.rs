@@ -1,7 +1,9 @@
 //! One host-memory budget: consumers reserve before they allocate and release on drop.
 
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, MutexGuard};
 use std::time::Duration;
+
+use zkforge_groth16::urgency::{leave_and_wake, Ranked, RankedWaiters, Ticket, Urgency};
 
 #[derive(Debug, Default)]
 struct State {
@@ -9,12 +11,9 @@ struct State {
     peak: u64,
     reservations: usize,
     peak_reservations: usize,
-    /// Ranked waiters (see [`MemoryBudget::waiter`]) by rank.
-    waiting: [usize; RANKS],
+    /// Ranked waiters (see [`MemoryBudget::waiter`]).
+    waiting: RankedWaiters,
 }
-
-/// Ranks of [`MemoryBudget::waiter`]: 0..RANKS.
-pub const RANKS: usize = 8;
 
 /// Memory the budget counts without a reservation and can ask back: a buffer pool's idle
 /// buffers, which are real memory between the partitions that use them.
@@ -30,8 +29,8 @@ pub trait Reclaimable: Send + Sync {
 /// to the reaper and not yet freed) never exceed the total.
 pub struct MemoryBudget {
     total: u64,
-    state: Mutex<State>,
-    freed: Condvar,
+    /// The counts and the ranked waiters; woken when memory is freed or a waiter leaves.
+    state: Ranked<State>,
     reclaimable: Option<Arc<dyn Reclaimable>>,
     /// Count `reaper::pending_bytes()` as held: memory released to the reaper (a reservation's
     /// witness, buffers the pool let go to make room) is still there until the reaper frees it,
@@ -60,8 +59,7 @@ impl MemoryBudget {
     pub fn new(total: u64) -> Arc<Self> {
         Arc::new(Self {
             total,
-            state: Mutex::default(),
-            freed: Condvar::new(),
+            state: Ranked::default(),
             reclaimable: None,
             counts_pending_frees: false,
         })
@@ -73,8 +71,7 @@ impl MemoryBudget {
     pub fn with_reclaimable(total: u64, reclaimable: Option<Arc<dyn Reclaimable>>) -> Arc<Self> {
         Arc::new(Self {
             total,
-            state: Mutex::default(),
-            freed: Condvar::new(),
+            state: Ranked::default(),
             reclaimable,
             counts_pending_frees: true,
         })
@@ -132,24 +129,27 @@ impl MemoryBudget {
     /// evicting between them): while it lives, waiters of lower rank take nothing, so that
     /// memory freed by a finished partition goes to the most urgent work, not to whichever
     /// waiter polls first.
-    pub fn waiter(self: &Arc<Self>, rank: usize) -> RankedWaiter {
-        let rank = rank.min(RANKS - 1);
-        self.lock().waiting[rank] += 1;
+    /// Waiters of equal urgency compete (whichever polls first when memory is freed).
+    pub fn waiter(self: &Arc<Self>, urgency: Urgency) -> RankedWaiter {
+        let place = self.lock().waiting.join(urgency, ());
         RankedWaiter {
             budget: self.clone(),
-            rank,
+            urgency,
+            place: Some(place),
         }
     }
 
-    /// Blocks while a waiter ranked above `rank` waits, checking `give_up` every `poll`.
-    pub fn wait_while_outranked(&self, rank: usize, poll: Duration, give_up: impl Fn() -> bool) {
+    /// Blocks while a waiter more urgent than `urgency` waits, checking `give_up` every
+    /// `poll`.
+    pub fn wait_while_outranked(
+        &self,
+        urgency: Urgency,
+        poll: Duration,
+        give_up: impl Fn() -> bool,
+    ) {
         let mut s = self.lock();
-        while outranked(&s, rank) && !give_up() {
-            s = self
-                .freed
-                .wait_timeout(s, poll)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
+        while s.waiting.outranks(urgency) && !give_up() {
+            s = self.state.wait(s, Some(poll));
         }
     }
 
@@ -172,11 +172,7 @@ impl MemoryBudget {
             if give_up(&s) {
                 return (s, None);
             }
-            s = self
-                .freed
-                .wait_timeout(s, poll)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
+            s = self.state.wait(s, Some(poll));
         }
     }
 
@@ -207,31 +203,29 @@ impl MemoryBudget {
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        self.state.lock()
     }
-}
-
-fn outranked(s: &State, rank: usize) -> bool {
-    s.waiting[(rank + 1).min(RANKS)..].iter().any(|&n| n > 0)
 }
 
 /// A ranked waiter's registration (see [`MemoryBudget::waiter`]); leaves the ranks on drop.
 pub struct RankedWaiter {
     budget: Arc<MemoryBudget>,
-    rank: usize,
+    urgency: Urgency,
+    /// Given back on drop.
+    place: Option<Ticket>,
 }
 
 impl RankedWaiter {
-    /// Reserves `bytes` if they fit now and no higher rank waits.
+    /// Reserves `bytes` if they fit now and no more urgent waiter waits.
     pub fn try_reserve(&self, bytes: u64) -> Option<Reservation> {
         let mut s = self.budget.lock();
-        if outranked(&s, self.rank) {
+        if s.waiting.outranks(self.urgency) {
             return None;
         }
         self.budget.grant(&mut s, bytes)
     }
 
-    /// Waits until `bytes` fit and no higher rank waits, checking `give_up` every `poll`.
+    /// Waits until `bytes` fit and no more urgent waiter waits, checking `give_up` every `poll`.
     pub fn reserve_or(
         &self,
         bytes: u64,
@@ -241,8 +235,8 @@ impl RankedWaiter {
         self.wait(bytes, poll, give_up, false)
     }
 
-    /// As [`reserve_or`](Self::reserve_or), but gives up as soon as a higher rank waits,
-    /// instead of waiting behind it: for a waiter holding something the higher rank may need.
+    /// As [`reserve_or`](Self::reserve_or), but gives up as soon as a more urgent waiter
+    /// waits, instead of waiting behind it: for a waiter holding something it may need.
     pub fn reserve_or_yield(
         &self,
         bytes: u64,
@@ -259,8 +253,8 @@ impl RankedWaiter {
         give_up: impl Fn() -> bool,
         yields: bool,
     ) -> Option<Reservation> {
-        let rank = self.rank;
-        let held_back = |s: &State| outranked(s, rank);
+        let urgency = self.urgency;
+        let held_back = |s: &State| s.waiting.outranks(urgency);
         let stop = |s: &State| (yields && held_back(s)) || give_up();
         // A yielding waiter asks whether to give its unit back before it takes freed memory:
         // memory freed just after a more urgent unit was queued (before this waiter's next
@@ -273,9 +267,10 @@ impl RankedWaiter {
 
 impl Drop for RankedWaiter {
     fn drop(&mut self) {
-        self.budget.lock().waiting[self.rank] -= 1;
-        // The waiters this one held back may go now.
-        self.budget.freed.notify_all();
+        if let Some(place) = self.place.take() {
+            // The waiters this one held back may go now.
+            leave_and_wake(&self.budget.state, |s| &mut s.waiting, place);
+        }
     }
 }
 
@@ -294,7 +289,7 @@ impl Reservation {
         s.used -= self.bytes - bytes;
         self.bytes = bytes;
         drop(s);
-        self.budget.freed.notify_all();
+        self.budget.state.wake_all();
     }
 }
 
@@ -304,28 +299,29 @@ impl Drop for Reservation {
         s.used -= self.bytes;
         s.reservations -= 1;
         drop(s);
-        self.budget.freed.notify_all();
+        self.budget.state.wake_all();
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Mutex;
 
     #[test]
     fn freed_memory_goes_to_the_highest_ranked_waiter() {
         let b = MemoryBudget::new(100);
         let held = b.try_reserve(60).unwrap();
-        let wait = |rank| {
+        let wait = |urgency| {
             let b = b.clone();
             std::thread::spawn(move || {
-                b.waiter(rank)
+                b.waiter(urgency)
                     .reserve_or(60, Duration::from_millis(5), || false)
             })
         };
-        let low = wait(1);
+        let low = wait(Urgency::Low);
         std::thread::sleep(Duration::from_millis(50));
-        let high = wait(3);
+        let high = wait(Urgency::High);
         std::thread::sleep(Duration::from_millis(50));
         drop(held);
         // Both waited; only one fits: the higher rank's, although the lower asked first.
@@ -342,18 +338,18 @@ mod tests {
         let held = b.try_reserve(60).unwrap();
         let b2 = b.clone();
         let low = std::thread::spawn(move || {
-            b2.waiter(1)
+            b2.waiter(Urgency::Low)
                 .reserve_or_yield(60, Duration::from_millis(5), || false)
         });
         std::thread::sleep(Duration::from_millis(30));
         assert!(!low.is_finished(), "no room yet: it waits");
-        let high = b.waiter(3);
+        let high = b.waiter(Urgency::High);
         assert!(
             low.join().unwrap().is_none(),
             "it yields to the higher rank"
         );
         assert!(
-            b.waiter(1).try_reserve(10).is_none(),
+            b.waiter(Urgency::Low).try_reserve(10).is_none(),
             "lower ranks take nothing"
         );
         assert_eq!(high.try_reserve(40).unwrap().bytes(), 40);

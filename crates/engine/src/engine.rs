@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use zkforge_circuits::{ParamsId, PartitionedCircuit, ProofKind};
 use zkforge_groth16::prover::placement::KeyPlacement;
-use zkforge_groth16::{PriorityLock, ProverBackend};
+use zkforge_groth16::{PriorityLock, ProverBackend, Urgency};
+
+use crate::failure::{Failure, FailureKind};
 
 use crate::admission::{self, Admission, Candidate, SubmitError};
 use crate::budget::{MemoryBudget, Reclaimable};
@@ -196,7 +198,10 @@ impl Engine {
             {
                 s.end_job(
                     &job,
-                    JobOutcome::Failed("the engine is shutting down".into()),
+                    JobOutcome::Failed(Failure::new(
+                        FailureKind::Unavailable,
+                        "the engine is shutting down",
+                    )),
                 );
             }
         }
@@ -275,17 +280,24 @@ impl Engine {
             .filter(|j| !j.stopped())
             .collect();
         for j in &open {
-            self.pipeline
-                .end_job(j, JobOutcome::Failed(reason.to_string()));
+            self.pipeline.end_job(
+                j,
+                JobOutcome::Failed(Failure::new(FailureKind::Unavailable, reason)),
+            );
         }
         open.len()
     }
 
-    /// Loads a parameter set ahead of its jobs. Returns (already loaded, milliseconds taken).
-    pub fn preload(&self, id: &ParamsId) -> Result<(bool, f64)> {
+    /// Loads a parameter set ahead of its jobs. Returns (already loaded, milliseconds taken);
+    /// a refusal is of the kind a job's would be (no room, missing parameters).
+    pub fn preload(&self, id: &ParamsId) -> Result<(bool, f64), Failure> {
         let t = Instant::now();
-        // Rank 0, below every job's: a preload takes memory no waiting partition wants.
-        let (key, loaded_now) = self.pipeline.srs.get(id, None, 0)?;
+        // Below every job's urgency: a preload takes memory no waiting partition wants.
+        let (key, loaded_now) = self
+            .pipeline
+            .srs
+            .get(id, None, Urgency::Background)
+            .map_err(|e| Failure::of(&e, FailureKind::NotProvisioned))?;
         if loaded_now {
             crate::workers::ready_for_partitions(&self.pipeline, &key);
         }
@@ -346,7 +358,10 @@ impl Engine {
         for job in self.jobs.all() {
             s.end_job(
                 &job,
-                JobOutcome::Failed("the engine shut down before the job finished".into()),
+                JobOutcome::Failed(Failure::new(
+                    FailureKind::Unavailable,
+                    "the engine shut down before the job finished",
+                )),
             );
         }
         if left > 0 {

@@ -5,11 +5,15 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use zkforge_circuits::{ParamsId, PartitionedCircuit, ProofKind};
-use zkforge_groth16::Proof;
+use zkforge_groth16::{Proof, Urgency};
+
+use crate::failure::Failure;
 
 pub type JobId = u64;
 
-/// Scheduling priority; higher runs first. 0 on the wire means "default by kind".
+/// Scheduling priority, cuzk.v1's numbering; higher runs first. 0 on the wire means "default
+/// by kind". Everything below the engine's queues schedules by the [`Urgency`] it maps to
+/// ([`Priority::urgency`], the one place).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Priority {
     Low = 1,
@@ -25,6 +29,16 @@ impl Priority {
             ProofKind::WinningPost => Priority::Critical,
             ProofKind::WindowPost => Priority::High,
             ProofKind::PoRep | ProofKind::SnapDeals => Priority::Normal,
+        }
+    }
+
+    /// How urgent the budget, the kernel lock and VRAM placement take it to be.
+    pub fn urgency(self) -> Urgency {
+        match self {
+            Priority::Low => Urgency::Low,
+            Priority::Normal => Urgency::Normal,
+            Priority::High => Urgency::High,
+            Priority::Critical => Urgency::Critical,
         }
     }
 
@@ -64,7 +78,8 @@ pub struct JobTimings {
 pub enum JobOutcome {
     /// The partitions' proofs, concatenated in order, each self-verified.
     Completed(Vec<u8>),
-    Failed(String),
+    /// Why it failed: what the client can do about it, and the cause named.
+    Failed(Failure),
     Cancelled,
 }
 
@@ -269,4 +284,26 @@ impl JobWatch {
 
 pub(crate) fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn priorities_map_to_urgencies_in_order_above_background() {
+        let all = [
+            Priority::Low,
+            Priority::Normal,
+            Priority::High,
+            Priority::Critical,
+        ];
+        let urgencies: Vec<Urgency> = all.iter().map(|p| p.urgency()).collect();
+        assert_eq!(urgencies, Urgency::ALL[1..]);
+        assert!(urgencies.iter().all(|&u| u > Urgency::Background));
+        assert_eq!(
+            Priority::default_for(ProofKind::WinningPost).urgency(),
+            Urgency::Critical
+        );
+    }
 }

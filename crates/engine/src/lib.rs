@@ -7,6 +7,7 @@ mod admission;
 mod budget;
 mod config;
 mod engine;
+mod failure;
 mod job;
 mod jobs;
 mod params_source;
@@ -27,6 +28,7 @@ pub use config::{
     auto_count, auto_margin, parse_bytes, process_memory, BudgetSetting, EngineConfig, MemInfo,
 };
 pub use engine::{Engine, JobRequest};
+pub use failure::{kind_of, Failure, FailureKind};
 pub use job::{JobId, JobOutcome, JobResult, JobTimings, JobWatch, Priority};
 pub use params_source::{ParamsDir, ParamsSource};
 pub use randomness::Randomness;

@@ -7,14 +7,15 @@ use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use zkforge_circuits::{cached_matrices, ParamsId, PartitionedCircuit};
 use zkforge_groth16::prover::placement::KeyPlacement;
 use zkforge_groth16::{
-    ConstraintMatrices, EvaluationSite, G1Affine, LoadedKey, PartitionPlan, ProverBackend,
+    ConstraintMatrices, EvaluationSite, G1Affine, LoadedKey, PartitionPlan, ProverBackend, Urgency,
 };
 
 use crate::budget::{MemoryBudget, Reservation};
+use crate::failure::{Failure, FailureKind};
 use crate::params_source::ParamsSource;
 use crate::pinned::{key_regions, matrix_regions, PinnedHostForm};
 
@@ -109,14 +110,14 @@ impl SrsStore {
 
     /// The set for `id`, loading it if needed (one load at a time per set; others wait for it).
     /// `circuit` records the matrices when no cached recording exists (without it, e.g. for a
-    /// preload, only a cached recording is used). A load takes memory by `rank` (see
+    /// preload, only a cached recording is used). A load takes memory by `urgency` (see
     /// [`MemoryBudget::waiter`]): an urgent job's parameters go before less urgent partitions.
     /// Returns whether this call loaded it.
     pub fn get(
         &self,
         id: &ParamsId,
         circuit: Option<&dyn PartitionedCircuit>,
-        rank: usize,
+        urgency: Urgency,
     ) -> Result<(Arc<Resident>, bool)> {
         let mut slots = self.lock();
         loop {
@@ -134,7 +135,7 @@ impl SrsStore {
         slots.insert(id.clone(), Slot::Loading);
         drop(slots);
 
-        let loaded = self.load(id, circuit, rank);
+        let loaded = self.load(id, circuit, urgency);
         let mut slots = self.lock();
         let out = match loaded {
             Ok(key) => {
@@ -180,7 +181,7 @@ impl SrsStore {
         &self,
         id: &ParamsId,
         circuit: Option<&dyn PartitionedCircuit>,
-        rank: usize,
+        urgency: Urgency,
     ) -> Result<Arc<Resident>> {
         let lengths = self.source.lengths(id)?;
         let host_form = |p: &KeyPlacement| {
@@ -221,7 +222,7 @@ impl SrsStore {
         let mut key_bytes = host_form(&placement).1;
         check_host_room(total, key_bytes, matrix_bytes, partition)?;
         loop {
-            let mut reserved = self.make_room(rank, key_bytes + matrix_bytes)?;
+            let mut reserved = self.make_room(urgency, key_bytes + matrix_bytes)?;
             let matrices = if has_matrices {
                 match circuit {
                     Some(c) => cached_matrices(c, cache.as_deref())?,
@@ -249,7 +250,7 @@ impl SrsStore {
             let short = (actual_key + actual_matrices).saturating_sub(reserved.bytes());
             let extra = match short {
                 0 => None,
-                n => match self.budget.waiter(rank).try_reserve(n) {
+                n => match self.budget.waiter(urgency).try_reserve(n) {
                     Some(r) => Some(r),
                     None => {
                         tracing::info!(
@@ -311,19 +312,23 @@ impl SrsStore {
     }
 
     /// Reserves `bytes`, evicting unused sets (least recently used first) and then waiting for
-    /// partitions in flight to release memory, ranked by `rank` while it waits (not while the
-    /// key is read: lower ranks are held back only when memory is what this load lacks). Sets
-    /// in use become unused as their partitions finish: lower-ranked workers hand theirs back
+    /// partitions in flight to release memory, ranked by `urgency` while it waits (not while the
+    /// key is read: less urgent work is held back only when memory is what this load lacks). Sets
+    /// in use become unused as their partitions finish: less urgent workers hand theirs back
     /// while this waits (see `synthesize_unit`).
-    fn make_room(&self, rank: usize, bytes: u64) -> Result<Reservation> {
+    fn make_room(&self, urgency: Urgency, bytes: u64) -> Result<Reservation> {
         if bytes > self.budget.total() {
-            bail!(
-                "the proving key and constraint matrices need {bytes} bytes, more \
-                 than the whole memory budget ({} bytes)",
-                self.budget.total()
-            );
+            return Err(Failure::new(
+                FailureKind::NoRoom,
+                format!(
+                    "the proving key and constraint matrices need {bytes} bytes, more \
+                     than the whole memory budget ({} bytes)",
+                    self.budget.total()
+                ),
+            )
+            .into());
         }
-        let waiter = self.budget.waiter(rank);
+        let waiter = self.budget.waiter(urgency);
         loop {
             if let Some(r) = waiter.try_reserve(bytes) {
                 return Ok(r);
@@ -427,7 +432,7 @@ fn gib(bytes: u64) -> String {
 fn check_host_room(budget: u64, key: u64, matrices: u64, partition: u64) -> Result<()> {
     let needs = key + matrices + partition;
     if needs > budget {
-        bail!(
+        let msg = format!(
             "the proving key ({}), its recorded constraint matrices ({}) and one \
              partition ({}) need {} of host memory; the memory budget (engine.memory_budget) is \
              {}",
@@ -437,6 +442,7 @@ fn check_host_room(budget: u64, key: u64, matrices: u64, partition: u64) -> Resu
             gib(needs),
             gib(budget)
         );
+        return Err(Failure::new(FailureKind::NoRoom, msg).into());
     }
     Ok(())
 }

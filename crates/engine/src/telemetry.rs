@@ -60,8 +60,8 @@ impl Telemetry {
             JobOutcome::Completed(_) => {
                 (&self.outcomes.completed, StageEvent::JobDone, "completed")
             }
-            JobOutcome::Failed(msg) => {
-                tracing::warn!(job = job.id, "job failed: {msg}");
+            JobOutcome::Failed(f) => {
+                tracing::warn!(job = job.id, kind = %f.kind, "job failed: {}", f.message);
                 (&self.outcomes.failed, StageEvent::JobFailed, "failed")
             }
             JobOutcome::Cancelled => (

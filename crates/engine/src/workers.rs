@@ -10,6 +10,7 @@ use zkforge_groth16::{
     prover, reaper, verify::verify, Dispatch, EvaluationSite, Proof, ProveReport, Scalar, Witness,
 };
 
+use crate::failure::{Failure, FailureKind};
 use crate::job::{ms, Job, JobOutcome, Priority};
 use crate::pipeline::{Pipeline, ProveUnit, SynthUnit};
 use crate::queue::UnitKey;
@@ -57,7 +58,7 @@ fn synthesize_unit(s: &Pipeline, worker: WorkerId, unit: SynthUnit) {
             s.budget.total(),
             key.bytes()
         );
-        s.end_job(&job, JobOutcome::Failed(msg));
+        s.end_job(&job, failed(FailureKind::NoRoom, msg));
         return;
     }
     // While it waits for memory, a more urgent unit arriving takes its turn: this one goes
@@ -67,10 +68,10 @@ fn synthesize_unit(s: &Pipeline, worker: WorkerId, unit: SynthUnit) {
     // Freed memory goes to the most urgent waiting unit first. A more urgent waiter (a
     // partition, or a job loading parameters that need this key's room) sends the unit back
     // too, letting go of the key so that an eviction can make that room.
-    let rank = priority as usize;
+    let urgency = priority.urgency();
     let Some(reservation) = s
         .budget
-        .waiter(rank)
+        .waiter(urgency)
         .reserve_or_yield(bytes, POLL, || job.stopped() || outranked())
     else {
         if !job.stopped() {
@@ -81,7 +82,7 @@ fn synthesize_unit(s: &Pipeline, worker: WorkerId, unit: SynthUnit) {
         }
         drop(key);
         // Taking the next unit while outranked would only hold a key again.
-        s.budget.wait_while_outranked(rank, POLL, outranked);
+        s.budget.wait_while_outranked(urgency, POLL, outranked);
         return;
     };
 
@@ -145,13 +146,16 @@ fn synthesize_unit(s: &Pipeline, worker: WorkerId, unit: SynthUnit) {
 
     let witness = match result {
         Ok(Ok(w)) => w,
-        Ok(Err(e)) => return s.end_job(&job, JobOutcome::Failed(format!("partition {k}: {e:#}"))),
+        Ok(Err(e)) => {
+            let f = Failure::of(&e, FailureKind::Internal).context(format_args!("partition {k}"));
+            return s.end_job(&job, JobOutcome::Failed(f));
+        }
         Err(panic) => {
             let msg = format!(
                 "partition {k}: synthesis panicked: {}",
                 panic_message(&panic)
             );
-            return s.end_job(&job, JobOutcome::Failed(msg));
+            return s.end_job(&job, failed(FailureKind::Internal, msg));
         }
     };
     if job.stopped() {
@@ -197,7 +201,7 @@ fn parameters(s: &Pipeline, job: &Job) -> Option<Arc<Resident>> {
     let id = &job.params_id;
     let t = Instant::now();
     let circuits = job.circuits();
-    let loaded = s.srs.get(id, circuits.as_deref(), job.priority as usize);
+    let loaded = s.srs.get(id, circuits.as_deref(), job.priority.urgency());
     match loaded {
         Ok((key, loaded_now)) => {
             if loaded_now {
@@ -213,10 +217,10 @@ fn parameters(s: &Pipeline, job: &Job) -> Option<Arc<Resident>> {
             Some(key)
         }
         Err(e) => {
-            s.end_job(
-                job,
-                JobOutcome::Failed(format!("parameters {}: {e:#}", id.circuit_id())),
-            );
+            // What no load recognises is the parameters' own trouble (a missing file).
+            let f = Failure::of(&e, FailureKind::NotProvisioned)
+                .context(format_args!("parameters {}", id.circuit_id()));
+            s.end_job(job, JobOutcome::Failed(f));
             None
         }
     }
@@ -305,7 +309,7 @@ fn prove_unit(
     // the whole call is the device-exclusive region.
     let waited = Instant::now();
     let guard =
-        (!s.backend.locks_devices()).then(|| s.device_locks[device].lock(job.priority as u8));
+        (!s.backend.locks_devices()).then(|| s.device_locks[device].lock(job.priority.urgency()));
     let engine_wait = ms(waited.elapsed());
     s.telemetry.record(
         TimelineEvent::new(StageEvent::ProveStart, job.id)
@@ -322,7 +326,7 @@ fn prove_unit(
             s.backend.as_ref(),
             Dispatch {
                 device,
-                priority: job.priority as u8,
+                urgency: job.priority.urgency(),
             },
             unit.key.key.as_ref(),
             witness,
@@ -377,10 +381,13 @@ fn prove_unit(
 
     let proof = match result {
         Ok(Ok(p)) => p,
-        Ok(Err(e)) => return s.end_job(&job, JobOutcome::Failed(format!("partition {k}: {e}"))),
+        Ok(Err(e)) => {
+            let msg = format!("partition {k}: {e}");
+            return s.end_job(&job, failed(e.kind(), msg));
+        }
         Err(panic) => {
             let msg = format!("partition {k}: prover panicked: {}", panic_message(&panic));
-            return s.end_job(&job, JobOutcome::Failed(msg));
+            return s.end_job(&job, failed(FailureKind::Internal, msg));
         }
     };
     // Every proof is checked before it can be returned; outside the device lock.
@@ -396,12 +403,16 @@ fn prove_unit(
         Ok(true) => record_proof(s, &job, k, proof),
         Ok(false) => s.end_job(
             &job,
-            JobOutcome::Failed(format!("partition {k}: the proof failed its self-check")),
+            failed(
+                FailureKind::Internal,
+                format!("partition {k}: the proof failed its self-check"),
+            ),
         ),
-        Err(e) => s.end_job(
-            &job,
-            JobOutcome::Failed(format!("partition {k}: self-check: {e:#}")),
-        ),
+        Err(e) => {
+            let f = Failure::of(&e, FailureKind::Internal)
+                .context(format_args!("partition {k}: self-check"));
+            s.end_job(&job, JobOutcome::Failed(f))
+        }
     }
 }
 
@@ -423,6 +434,10 @@ fn record_proof(s: &Pipeline, job: &Job, k: usize, proof: Proof) {
         .collect();
     drop(p);
     s.end_job(job, JobOutcome::Completed(bytes));
+}
+
+fn failed(kind: FailureKind, message: String) -> JobOutcome {
+    JobOutcome::Failed(Failure::new(kind, message))
 }
 
 fn panic_message(p: &Box<dyn std::any::Any + Send>) -> String {

@@ -38,7 +38,7 @@ fn an_injected_msm_failure_fails_one_job_and_the_others_complete() {
             JobOutcome::Completed(bytes) => {
                 assert!(proofs_verify(&pk, j, &bytes), "job {id}: proofs verify")
             }
-            JobOutcome::Failed(msg) => failed.push(msg),
+            JobOutcome::Failed(f) => failed.push(f.message),
             JobOutcome::Cancelled => panic!("job {id} was cancelled"),
         }
     }

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use common::{job, keys, proofs_verify, submit};
 use zkforge_circuits::PartitionedCircuit;
-use zkforge_engine::{Engine, EngineConfig, JobOutcome, ParamsDir};
+use zkforge_engine::{Engine, EngineConfig, Failure, FailureKind, JobOutcome, ParamsDir};
 use zkforge_groth16::prover::placement::{
     Choices, Item, KeyPlacement, PlacementInputs, QueryPoints, ResidentTimes, WorkingSet,
 };
@@ -213,7 +213,7 @@ impl zkforge_engine::ParamsSource for CountingSource {
 
 /// Starts an engine on `backend` with `budget` over a counting source of the 2^10 key, submits
 /// one job and returns how it ended, how long that took and how many keys were loaded.
-fn refused(budget: u64, backend: Arc<dyn ProverBackend>) -> (String, Duration, usize) {
+fn refused(budget: u64, backend: Arc<dyn ProverBackend>) -> (Failure, Duration, usize) {
     let (id, pk) = keys(10);
     let loads = Arc::new(AtomicUsize::new(0));
     let source = CountingSource {
@@ -234,7 +234,7 @@ fn refused(budget: u64, backend: Arc<dyn ProverBackend>) -> (String, Duration, u
     let outcome = e.wait(id, Some(Duration::from_secs(30))).unwrap();
     let took = t.elapsed();
     match outcome.map(|r| r.outcome) {
-        Some(JobOutcome::Failed(msg)) => (msg, took, loads.load(Ordering::SeqCst)),
+        Some(JobOutcome::Failed(f)) => (f, took, loads.load(Ordering::SeqCst)),
         other => panic!("the job should fail at once: {other:?}"),
     }
 }
@@ -245,10 +245,16 @@ fn a_set_whose_partition_cannot_fit_the_budget_is_refused_before_its_key_is_read
     let (_, pk) = keys(10);
     let estimate = (pk.h.len() as u64 + 1) * 60;
     let budget = pk.heap_bytes() as u64 + estimate + common::partition_bytes(&pk) / 2;
-    let (msg, took, loads) = refused(budget, Arc::new(CpuBackend::new()));
+    let (f, took, loads) = refused(budget, Arc::new(CpuBackend::new()));
+    let msg = &f.message;
     assert!(
         msg.contains("one partition") && msg.contains("engine.memory_budget"),
         "{msg}"
+    );
+    assert_eq!(
+        f.kind,
+        FailureKind::NoRoom,
+        "a budget too small is a lack of room"
     );
     assert_eq!(loads, 0, "refused before the key was read");
     assert!(took < Duration::from_secs(5), "at once: {took:?}");
@@ -318,6 +324,7 @@ impl ProverBackend for ModelDevice {
         };
         let plan = inputs.plan().map_err(|e| zkforge_groth16::Error::Backend {
             backend: "model-device",
+            kind: zkforge_groth16::FailureKind::NoRoom,
             message: e.to_string(),
         })?;
         let streams = |i| plan.streamed.contains(&i);
@@ -444,7 +451,10 @@ fn a_streamed_key_whose_decoded_form_does_not_fit_is_read_from_its_file() {
     // One that cannot is refused at once, with the numbers, before the key is read.
     let (outcome, forms, _) = run(None);
     match outcome {
-        JobOutcome::Failed(msg) => assert!(msg.contains("engine.memory_budget"), "{msg}"),
+        JobOutcome::Failed(f) => {
+            assert!(f.message.contains("engine.memory_budget"), "{f}");
+            assert_eq!(f.kind, FailureKind::NoRoom, "{f}");
+        }
         other => panic!("the job should fail: {other:?}"),
     }
     assert!(
@@ -493,11 +503,13 @@ impl zkforge_engine::ParamsSource for FormSource {
 
 #[test]
 fn a_set_the_devices_cannot_hold_is_refused_before_its_key_is_read() {
-    let (msg, took, loads) = refused(1 << 30, Arc::new(ModelDevice::small()));
+    let (f, took, loads) = refused(1 << 30, Arc::new(ModelDevice::small()));
+    let msg = &f.message;
     assert!(
         msg.contains("model-device") && msg.contains("budget is 0.00 GiB"),
         "{msg}"
     );
+    assert_eq!(f.kind, FailureKind::NoRoom, "the backend's kind is kept");
     assert_eq!(loads, 0, "refused before the key was read");
     assert!(took < Duration::from_secs(5), "at once: {took:?}");
 }

@@ -181,6 +181,8 @@ impl ProverBackend for FaultyBackend {
         for phase in PHASES {
             self.plan.enter(phase).map_err(|fault| Error::Backend {
                 backend: self.inner.name(),
+                // An injected fault stands for a device's.
+                kind: crate::FailureKind::Internal,
                 message: fault.to_string(),
             })?;
         }

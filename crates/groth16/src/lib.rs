@@ -49,10 +49,11 @@ pub mod reaper;
 pub mod srs;
 pub mod synthesis;
 mod tmpfile;
+pub mod urgency;
 pub mod verify;
 
 pub use blstrs::{Bls12, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
-pub use error::{Error, Result};
+pub use error::{Error, FailureKind, Result};
 pub use proof::Proof;
 pub use prover::{
     CpuBackend, DeviceInfo, Dispatch, EvaluationSite, PartitionPlan, Phase, PriorityLock,
@@ -64,3 +65,4 @@ pub use synthesis::{
     assign, synthesize, Assignment, AssignmentWriter, Density, Evaluations, HostPinner, Region,
     ScalarPool, Witness, WitnessBuilder,
 };
+pub use urgency::Urgency;

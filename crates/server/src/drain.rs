@@ -101,7 +101,10 @@ impl Drop for InFlight {
 /// What a call gets while the daemon stops: cuzk's clients (and Curio's scheduler) retry it,
 /// against this daemon once it is back or another one.
 pub(crate) fn draining() -> tonic::Status {
-    tonic::Status::unavailable("the daemon is shutting down: submit again once it is back")
+    crate::status::failure(
+        zkforge_engine::FailureKind::Unavailable,
+        "the daemon is shutting down: submit again once it is back",
+    )
 }
 
 /// The tower layer that refuses new calls once the drain has started and counts the others

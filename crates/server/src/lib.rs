@@ -29,6 +29,7 @@ mod receive;
 pub mod request;
 mod serve;
 mod service;
+pub mod status;
 mod wire;
 
 pub use access::{Access, TlsFiles};

@@ -15,30 +15,11 @@ use zkforge_filecoin::snap::SnapRequest;
 use zkforge_filecoin::{decode_base64_list, max_vanilla_proofs};
 use zkforge_filecoin::{porep, ProofKind, ProofRequest};
 
-use crate::{pb, wire};
-
-/// Longest message a Status carries. It travels in an HTTP/2 header (grpc-message): a parser
-/// error that quotes the client's input (serde names the unknown variant it read) could
-/// otherwise outgrow the header limit and reach the client as a bare protocol error.
-const MAX_STATUS_MESSAGE: usize = 1024;
-
-/// `msg`, cut to [`MAX_STATUS_MESSAGE`] bytes on a character boundary, saying so.
-pub(crate) fn bounded(msg: impl std::fmt::Display) -> String {
-    let mut msg = msg.to_string();
-    if msg.len() > MAX_STATUS_MESSAGE {
-        let total = msg.len();
-        let mut cut = MAX_STATUS_MESSAGE;
-        while !msg.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        msg.truncate(cut);
-        msg.push_str(&format!("… ({} more bytes)", total - cut));
-    }
-    msg
-}
+use crate::{pb, status, wire};
+use zkforge_engine::FailureKind;
 
 fn invalid(e: impl std::fmt::Display) -> Status {
-    Status::invalid_argument(bounded(e))
+    status::failure(FailureKind::InvalidInput, e)
 }
 
 fn bytes32(field: &str, b: &[u8]) -> Result<[u8; 32], Status> {
@@ -230,18 +211,4 @@ pub fn payload_digest(r: &pb::SubmitProofRequest) -> [u8; 32] {
     field(31, &r.comm_r_new);
     field(32, &r.comm_d_new);
     h.finalize().into()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn long_messages_are_cut_on_a_character_boundary() {
-        assert_eq!(bounded("short"), "short");
-        let long = "é".repeat(1000);
-        let cut = bounded(&long);
-        assert!(cut.len() < MAX_STATUS_MESSAGE + 32, "{}", cut.len());
-        assert!(cut.ends_with("(976 more bytes)"), "{cut}");
-    }
 }

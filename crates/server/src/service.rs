@@ -11,10 +11,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::Semaphore;
-use tonic::{Request, Response, Status};
+use tonic::{Code, Request, Response, Status};
 use zkforge_engine::{
-    Engine, JobId, JobOutcome, JobRequest, JobResult, Priority, Randomness, SubmitError,
-    MAX_REQUEST_ID_BYTES,
+    Engine, FailureKind, JobId, JobOutcome, JobRequest, JobResult, Priority, Randomness,
+    SubmitError, MAX_REQUEST_ID_BYTES,
 };
 use zkforge_filecoin::{registry, ParamsId};
 
@@ -22,7 +22,8 @@ use crate::drain::{draining, Drain};
 use crate::job_token::JobTokens;
 use crate::parse_gate::ParseGate;
 use crate::pb::{self, proving_engine_server::ProvingEngine};
-use crate::request::{bounded, payload_digest};
+use crate::request::payload_digest;
+use crate::status::{self, bounded, failure, with_failure_code};
 use crate::{metrics, parse_circuit_id, request};
 
 /// Parameter loads (PreloadSRS) at once on the blocking pool; more wait without a thread.
@@ -75,7 +76,7 @@ impl ProvingService {
             f()
         })
         .await
-        .map_err(|e| Status::internal(format!("request task failed: {e}")))?
+        .map_err(|e| failure(FailureKind::Internal, format!("request task failed: {e}")))?
     }
 
     /// The job a wire id names; NOT_FOUND for any other string.
@@ -103,7 +104,7 @@ impl ProvingService {
             .clone()
             .acquire_owned()
             .await
-            .map_err(|_| Status::unavailable("the daemon is stopping"))?;
+            .map_err(|_| failure(FailureKind::Unavailable, "the daemon is stopping"))?;
         Self::blocking(permit, move || f(&engine, &id)).await
     }
 
@@ -122,7 +123,10 @@ impl ProvingService {
         let kind = request::kind_of(r.proof_kind)?;
         let wire_priority = r.priority;
         let priority = Priority::from_wire(wire_priority, kind).ok_or_else(|| {
-            Status::invalid_argument(format!("priority {wire_priority} is not 0..=4"))
+            failure(
+                FailureKind::InvalidInput,
+                format!("priority {wire_priority} is not 0..=4"),
+            )
         })?;
         let input_bytes = prost::Message::encoded_len(&r) as u64;
         // No parse worker is spent on a request the queue has no room for.
@@ -161,16 +165,17 @@ impl ProvingService {
         })
     }
 
+    /// The job's answer, and the code of its failure when it ended FAILED or CANCELLED.
     async fn wait(
         &self,
         job_id: String,
         timeout_ms: u64,
-    ) -> Result<pb::AwaitProofResponse, Status> {
+    ) -> Result<(pb::AwaitProofResponse, Option<Code>), Status> {
         let id = self.job_of(&job_id)?;
         let watch = self
             .engine
             .watch(id)
-            .map_err(|e| Status::not_found(format!("{e:#}")))?;
+            .map_err(|e| Status::not_found(bounded(format!("{e:#}"))))?;
         let finished = watch.finished();
         let result = match timeout_ms {
             0 => Some(finished.await),
@@ -180,13 +185,19 @@ impl ProvingService {
         };
         Ok(match result {
             Some(Some(r)) => await_response(r, job_id),
-            Some(None) => return Err(Status::internal(format!("job {id} ended without a result"))),
-            None => pb::AwaitProofResponse {
-                job_id,
-                status: pb::ProofStatus::Timeout as i32,
-                error_message: format!("no result within {timeout_ms} ms"),
-                ..Default::default()
-            },
+            Some(None) => {
+                let msg = format!("job {id} ended without a result");
+                return Err(failure(FailureKind::Internal, msg));
+            }
+            None => (
+                pb::AwaitProofResponse {
+                    job_id,
+                    status: pb::ProofStatus::Timeout as i32,
+                    error_message: format!("no result within {timeout_ms} ms"),
+                    ..Default::default()
+                },
+                None,
+            ),
         })
     }
 }
@@ -197,15 +208,17 @@ fn request_id_digest(r: &pb::SubmitProofRequest) -> Option<[u8; 32]> {
 }
 
 fn submit_status(e: SubmitError) -> Status {
-    let msg = bounded(&e);
     match e {
-        e if e.is_busy() => Status::resource_exhausted(msg),
-        SubmitError::RequestIdReused { .. } => Status::already_exists(msg),
-        _ => Status::invalid_argument(msg),
+        e if e.is_busy() => failure(FailureKind::NoRoom, e),
+        // Not a failure: the id names another payload's job.
+        SubmitError::RequestIdReused { .. } => Status::already_exists(bounded(e)),
+        e => failure(FailureKind::InvalidInput, e),
     }
 }
 
-fn await_response(r: JobResult, job_id: String) -> pb::AwaitProofResponse {
+/// The cuzk.v1 answer for a job that ended, and the code of its failure (FAILED: its kind's;
+/// CANCELLED), whose message is the answer's `error_message`, bounded as a Status's is.
+fn await_response(r: JobResult, job_id: String) -> (pb::AwaitProofResponse, Option<Code>) {
     let t = r.timings;
     let mut out = pb::AwaitProofResponse {
         job_id,
@@ -217,24 +230,30 @@ fn await_response(r: JobResult, job_id: String) -> pb::AwaitProofResponse {
         total_ms: t.total_ms as u64,
         ..Default::default()
     };
-    match r.outcome {
+    let code = match r.outcome {
         JobOutcome::Completed(proof) => {
             out.status = pb::ProofStatus::Completed as i32;
             out.proof = proof;
+            None
         }
-        JobOutcome::Failed(msg) => {
+        JobOutcome::Failed(f) => {
+            let st = status::of(&f);
             out.status = pb::ProofStatus::Failed as i32;
-            out.error_message = msg;
+            out.error_message = st.message().to_string();
+            Some(st.code())
         }
-        JobOutcome::Cancelled => out.status = pb::ProofStatus::Cancelled as i32,
-    }
-    out
+        JobOutcome::Cancelled => {
+            out.status = pb::ProofStatus::Cancelled as i32;
+            Some(status::code(FailureKind::Cancelled))
+        }
+    };
+    (out, code)
 }
 
 fn params_id(circuit_id: &str) -> Result<ParamsId, Status> {
-    let (kind, size) = parse_circuit_id(circuit_id)
-        .map_err(|e| Status::invalid_argument(bounded(format!("{e:#}"))))?;
-    registry::params_id(kind, size).map_err(|e| Status::invalid_argument(format!("{e:#}")))
+    let invalid = |e: anyhow::Error| failure(FailureKind::InvalidInput, format!("{e:#}"));
+    let (kind, size) = parse_circuit_id(circuit_id).map_err(invalid)?;
+    registry::params_id(kind, size).map_err(invalid)
 }
 
 #[tonic::async_trait]
@@ -251,7 +270,8 @@ impl ProvingEngine for ProvingService {
         req: Request<pb::AwaitProofRequest>,
     ) -> Result<Response<pb::AwaitProofResponse>, Status> {
         let r = req.into_inner();
-        Ok(Response::new(self.wait(r.job_id, r.timeout_ms).await?))
+        let (answer, code) = self.wait(r.job_id, r.timeout_ms).await?;
+        Ok(with_failure_code(Response::new(answer), code))
     }
 
     async fn prove(
@@ -261,12 +281,13 @@ impl ProvingEngine for ProvingService {
         let submit = req
             .into_inner()
             .submit
-            .ok_or_else(|| Status::invalid_argument("submit is required"))?;
+            .ok_or_else(|| failure(FailureKind::InvalidInput, "submit is required"))?;
         let job = self.submit(submit).await?;
-        let result = self.wait(job.job_id, 0).await?;
-        Ok(Response::new(pb::ProveResponse {
+        let (result, code) = self.wait(job.job_id, 0).await?;
+        let answer = pb::ProveResponse {
             result: Some(result),
-        }))
+        };
+        Ok(with_failure_code(Response::new(answer), code))
     }
 
     async fn cancel_proof(
@@ -277,7 +298,7 @@ impl ProvingEngine for ProvingService {
         let was_running = self
             .engine
             .cancel(id)
-            .map_err(|e| Status::not_found(format!("{e:#}")))?;
+            .map_err(|e| Status::not_found(bounded(format!("{e:#}"))))?;
         Ok(Response::new(pb::CancelProofResponse { was_running }))
     }
 
@@ -305,9 +326,8 @@ impl ProvingEngine for ProvingService {
     ) -> Result<Response<pb::PreloadSrsResponse>, Status> {
         let (already_loaded, ms) = self
             .on_key(&req.into_inner().circuit_id, |engine, id| {
-                engine
-                    .preload(id)
-                    .map_err(|e| Status::failed_precondition(format!("{e:#}")))
+                // Missing parameters: FAILED_PRECONDITION, as always; no room: RESOURCE_EXHAUSTED.
+                engine.preload(id).map_err(|f| status::of(&f))
             })
             .await?;
         Ok(Response::new(pb::PreloadSrsResponse {

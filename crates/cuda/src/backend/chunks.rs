@@ -146,7 +146,8 @@ pub(crate) struct ChunkedMsms {
 
 /// Runs `f` with the MSMs of `queries` (each with its limbs a point) in chunks of
 /// `chunk_bytes`, in the order `f` will sum them; the filler thread runs only when something
-/// streams. An error of the filler (a read or a decode) is the result, whatever `f` returned.
+/// streams. `f`'s error comes first; an error of the filler's own (a read or a decode) is the
+/// result where `f` succeeded.
 pub(crate) fn with_chunked_msms<R>(
     dev: &CudaDevice,
     queries: &[(&Bases<'_>, usize)],
@@ -185,15 +186,17 @@ pub(crate) fn with_chunked_msms<R>(
         let filler = std::thread::Builder::new()
             .name("msm-chunks".into())
             .spawn_scoped(s, || fill(&copier, chunks, staging, empty_rx, full_tx))
-            .map_err(|e| CudaError::Invalid(format!("chunk filler thread: {e}")))?;
+            .map_err(|e| CudaError::Internal(format!("chunk filler thread: {e}")))?;
         let result = f(&mut msms);
         // Closing our ends stops the filler at its next buffer.
         msms.full = None;
         msms.empty = None;
         let filled = filler
             .join()
-            .unwrap_or_else(|_| Err(CudaError::Invalid("the chunk filler panicked".into())));
-        filled.and(result)
+            .unwrap_or_else(|_| Err(CudaError::Internal("the chunk filler panicked".into())));
+        // The MSMs' own error first: a failed fill reaches them through the channel with its
+        // kind; the filler's own adds what the MSMs could not see (a refused point).
+        result.and_then(|r| filled.map(|()| r))
     })
 }
 
@@ -274,7 +277,7 @@ fn fill(
                 .num_threads(READ_THREADS)
                 .thread_name(|i| format!("chunk-read-{i}"))
                 .build()
-                .map_err(|e| CudaError::Invalid(format!("chunk reader threads: {e}")))?,
+                .map_err(|e| CudaError::Internal(format!("chunk reader threads: {e}")))?,
             verdicts: copier.stream.clone_htod(&vec![u64::MAX; pieces])?,
         });
     }
@@ -316,7 +319,7 @@ fn fill(
         pool.give_back(st.slots);
     }
     match failure {
-        Some(e) => Err(CudaError::Invalid(e)),
+        Some(e) => Err(CudaError::Internal(e)),
         None => verdict,
     }
 }
@@ -354,7 +357,7 @@ fn stage_from_file(
         let host = unsafe { st.slots[slot].slice_mut::<u8>(n * point_bytes) };
         st.readers
             .install(|| file.read_encoded(query, first + at, host))
-            .map_err(|e| CudaError::Invalid(e.to_string()))?;
+            .map_err(CudaError::Groth16)?;
         let dst = base + (at * point_bytes) as u64;
         // SAFETY: host holds n points' bytes; the buffer has room for the chunk's points.
         unsafe {
@@ -387,13 +390,18 @@ fn decode_verdict(
         .find(|(&v, _)| v != u64::MAX);
     match refused {
         None => Ok(()),
-        Some((&bad, &(query, first))) => Err(CudaError::Invalid(format!(
-            "{}: {}[{}]: {}",
-            file.path().display(),
-            query.name(),
-            first + (bad >> 8) as usize,
-            decode_error(bad & 0xff)
-        ))),
+        // A damaged key file, as the prover crate names one read on the host.
+        Some((&bad, &(query, first))) => Err(CudaError::Groth16(
+            zkforge_groth16::Error::MalformedParams {
+                path: file.path().to_path_buf(),
+                what: format!(
+                    "{}[{}]: {}",
+                    query.name(),
+                    first + (bad >> 8) as usize,
+                    decode_error(bad & 0xff)
+                ),
+            },
+        )),
     }
 }
 
@@ -412,7 +420,7 @@ impl ChunkedMsms {
         let points = match self.chunks.get(self.next_read) {
             Some(&(q, points)) if q == query => points,
             _ => {
-                return Err(CudaError::Invalid(
+                return Err(CudaError::Internal(
                     "streamed chunks read out of order".into(),
                 ))
             }
@@ -421,7 +429,7 @@ impl ChunkedMsms {
             .full
             .as_ref()
             .and_then(|r| r.recv().ok())
-            .unwrap_or_else(|| Err(CudaError::Invalid("the chunk filler stopped".into())))?;
+            .unwrap_or_else(|| Err(CudaError::Internal("the chunk filler stopped".into())))?;
         self.next_read += 1;
         Ok((buf, points))
     }

@@ -9,7 +9,7 @@ use blstrs::{G1Affine, G2Affine};
 use zkforge_groth16::prover::placement::{Item, NoPlacement, Placement};
 use zkforge_groth16::r1cs::ConstraintMatrices;
 use zkforge_groth16::srs::Query;
-use zkforge_groth16::{KeyRef, PriorityLock, ProvingKey, QueryLengths};
+use zkforge_groth16::{KeyRef, PriorityLock, ProvingKey, QueryLengths, Urgency};
 
 use crate::device::lock;
 use crate::host::g1_affine_as_u64;
@@ -65,7 +65,7 @@ pub(crate) struct InputBases {
 
 impl InputBases {
     fn of(key: KeyRef<'_>, n_in: usize, b_in: usize) -> Result<Self, CudaError> {
-        let bad = |e: zkforge_groth16::Error| CudaError::Invalid(e.to_string());
+        let bad = CudaError::Groth16;
         Ok(match key {
             KeyRef::Memory(pk) => Self {
                 a: pk.a[..n_in].to_vec(),
@@ -304,7 +304,7 @@ impl Gpu {
     }
 
     /// The key's bases and the circuit's `matrices` on this device for a partition of
-    /// `priority`, uploaded first if they are not there, as this GPU's plan for the key
+    /// `urgency`, uploaded first if they are not there, as this GPU's plan for the key
     /// places them: the items it keeps resident, with room for the plan's partitions in
     /// flight beside them (the rest streamed from host memory). It waits up to `wait` for
     /// room: idle items are evicted, and less urgent ones in use drain for it (resident.rs).
@@ -315,12 +315,12 @@ impl Gpu {
         key: KeyRef<'_>,
         (n_in, b_in): (usize, usize),
         matrices: Option<&Arc<ConstraintMatrices>>,
-        priority: u8,
+        urgency: Urgency,
         wait: Wait,
     ) -> Result<Option<OnDeviceHeld>, CudaError> {
         let shape = self.key_shape(&key.lengths(), (n_in, b_in), matrices.map(|m| &**m));
         let plan = self.plan(&shape).map_err(|e| {
-            CudaError::Invalid(format!("GPU {} cannot prove this key: {e}", self.ordinal))
+            CudaError::NoRoom(format!("GPU {} cannot prove this key: {e}", self.ordinal))
         })?;
         let model = placement::inputs(&self.facts, &shape);
         let resident_bytes: u64 = plan.resident.iter().map(|&i| model.bytes(i)).sum();
@@ -339,14 +339,14 @@ impl Gpu {
         };
         let got = self
             .items
-            .acquire(id, resident_bytes, headroom, priority, wait, || {
+            .acquire(id, resident_bytes, headroom, urgency, wait, || {
                 self.load(key, (n_in, b_in), matrices, &plan, partition_bytes)
             })?;
         match got {
             Acquired::Held(h) => Ok(Some(h)),
             Acquired::Busy { holders } => self.busy(wait, &holders),
             // The plan fits the budget by the same sums: only a plan made wrong gets here.
-            Acquired::NeverFits => Err(CudaError::Invalid(format!(
+            Acquired::NeverFits => Err(CudaError::Internal(format!(
                 "GPU {}'s plan ({plan}) does not fit its budget of {}",
                 self.ordinal,
                 gib(self.vram.total())
@@ -357,7 +357,7 @@ impl Gpu {
     fn busy(&self, wait: Wait, holders: &str) -> Result<Option<OnDeviceHeld>, CudaError> {
         match wait {
             Wait::No => Ok(None),
-            Wait::For(d) => Err(CudaError::Invalid(format!(
+            Wait::For(d) => Err(CudaError::NoRoom(format!(
                 "no room on GPU {} for the key after {} s: held by {holders}",
                 self.ordinal,
                 d.as_secs()

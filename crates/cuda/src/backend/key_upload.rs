@@ -65,7 +65,7 @@ impl CudaDevice {
                 .num_threads(READ_THREADS)
                 .thread_name(|i| format!("key-read-{i}"))
                 .build()
-                .map_err(|e| CudaError::Invalid(format!("key reader threads: {e}")))?,
+                .map_err(|e| CudaError::Internal(format!("key reader threads: {e}")))?,
             reading: Duration::ZERO,
             waiting: Duration::ZERO,
         })
@@ -105,7 +105,7 @@ impl CudaDevice {
             let t = Instant::now();
             st.readers
                 .install(|| file.read_encoded(q, first + at, host))
-                .map_err(|e| CudaError::Invalid(e.to_string()))?;
+                .map_err(CudaError::Groth16)?;
             st.reading += t.elapsed();
             {
                 let (dst, _record) = st.dev[slot].device_ptr_mut(&self.stream);
@@ -123,13 +123,18 @@ impl CudaDevice {
         }
         let bad = self.read_back(&bad, 1)?[0];
         if bad != u64::MAX {
-            return Err(CudaError::Invalid(format!(
-                "{}: {}[{}]: {}",
-                file.path().display(),
-                q.name(),
-                first + (bad >> 8) as usize,
-                decode_error(bad & 0xff)
-            )));
+            // A damaged key file, as the prover crate names one read on the host.
+            return Err(CudaError::Groth16(
+                zkforge_groth16::Error::MalformedParams {
+                    path: file.path().to_path_buf(),
+                    what: format!(
+                        "{}[{}]: {}",
+                        q.name(),
+                        first + (bad >> 8) as usize,
+                        decode_error(bad & 0xff)
+                    ),
+                },
+            ));
         }
         Ok(())
     }

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use zkforge_groth16::prover::placement::KeyPlacement;
 use zkforge_groth16::{
     ConstraintMatrices, DeviceInfo, Dispatch, Error, KeyRef, ProveReport, ProverBackend,
-    QueryLengths, QuerySums, ScalarPool, Witness,
+    QueryLengths, QuerySums, ScalarPool, Urgency, Witness,
 };
 
 use crate::options::CudaOptions;
@@ -39,10 +39,7 @@ pub struct CudaBackend {
 }
 
 fn backend_err(e: CudaError) -> Error {
-    Error::Backend {
-        backend: "cuda",
-        message: e.to_string(),
-    }
+    Error::from(e)
 }
 
 impl CudaBackend {
@@ -143,7 +140,7 @@ impl ProverBackend for CudaBackend {
             .map(|g| {
                 g.plan(&g.key_shape(lengths, inputs, matrices))
                     .map_err(|e| {
-                        backend_err(CudaError::Invalid(format!(
+                        backend_err(CudaError::NoRoom(format!(
                             "GPU {} cannot prove this key: {e} (VRAM free at start less \
                          gpu.vram_margin)",
                             g.ordinal
@@ -180,9 +177,10 @@ impl ProverBackend for CudaBackend {
                 .iter()
                 .map(|g| {
                     scope.spawn(move || -> Result<(), CudaError> {
-                        // Free room only, at the lowest priority: staging evicts nothing and
+                        // Free room only, at the lowest urgency: staging evicts nothing and
                         // never waits for, or drains, keys in use.
-                        let staged = g.on_device(key, inputs, Some(m), 0, Wait::No)?;
+                        let staged =
+                            g.on_device(key, inputs, Some(m), Urgency::Background, Wait::No)?;
                         if staged.is_none() {
                             tracing::info!(
                                 device = g.ordinal,
@@ -195,7 +193,7 @@ impl ProverBackend for CudaBackend {
                 .collect();
             staged.into_iter().try_for_each(|t| {
                 t.join()
-                    .unwrap_or_else(|_| Err(CudaError::Invalid("staging panicked".into())))
+                    .unwrap_or_else(|_| Err(CudaError::Internal("staging panicked".into())))
                     .map_err(backend_err)
             })
         })
@@ -209,12 +207,12 @@ impl ProverBackend for CudaBackend {
         report: &mut ProveReport,
     ) -> zkforge_groth16::Result<QuerySums> {
         let gpu = self.gpus.get(on.device).ok_or_else(|| {
-            backend_err(CudaError::Invalid(format!(
+            backend_err(CudaError::Internal(format!(
                 "device index {}, but {} GPU(s) are open",
                 on.device,
                 self.gpus.len()
             )))
         })?;
-        partition::query_sums(gpu, on.priority, pk, witness, report).map_err(backend_err)
+        partition::query_sums(gpu, on.urgency, pk, witness, report).map_err(backend_err)
     }
 }

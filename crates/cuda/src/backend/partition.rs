@@ -11,7 +11,7 @@ use zkforge_groth16::msm::{msm, msm_with_density, G1, G2};
 use zkforge_groth16::poly::Domain;
 use zkforge_groth16::{
     reaper, EvaluationSite, Evaluations, KeyRef, PartitionPlan, Phase, ProveReport, QueryLengths,
-    QuerySums, Scalar, Witness,
+    QuerySums, Scalar, Urgency, Witness,
 };
 
 use super::gpu::{DeviceMatricesOf, Gpu, InputBases, OnDevice, KEY_ROOM_WAIT};
@@ -71,14 +71,14 @@ fn since(t0: Instant) -> f64 {
 
 pub(crate) fn query_sums(
     gpu: &Gpu,
-    priority: u8,
+    urgency: Urgency,
     key: KeyRef<'_>,
     w: Witness,
     report: &mut ProveReport,
 ) -> Result<QuerySums, CudaError> {
     let t0 = Instant::now();
     let domain = Domain::for_len(w.num_constraints())
-        .map_err(|e| CudaError::Invalid(e.to_string()))?
+        .map_err(CudaError::Groth16)?
         .n;
     let (n_in, b_in) = (w.inputs.len(), w.b_input_density.count());
     let matrices = match &w.evaluations {
@@ -86,8 +86,8 @@ pub(crate) fn query_sums(
         Evaluations::Evaluated { .. } => None,
     };
     let wait = Wait::For(KEY_ROOM_WAIT);
-    let on_device = when_room(|| gpu.on_device(key, (n_in, b_in), matrices, priority, wait))?
-        .ok_or_else(|| CudaError::Invalid("no room on the device for the key".into()))?;
+    let on_device = when_room(|| gpu.on_device(key, (n_in, b_in), matrices, urgency, wait))?
+        .ok_or_else(|| CudaError::NoRoom("no room on the device for the key".into()))?;
     let inputs = input_sums(&on_device.inputs, &w);
     let dev = gpu.handle()?;
     let acquired = since(t0);
@@ -124,7 +124,7 @@ pub(crate) fn query_sums(
         "partition on the device"
     );
     let waited = Instant::now();
-    let _kernels = gpu.kernel_lock.lock(priority);
+    let _kernels = gpu.kernel_lock.lock(urgency);
     report.lock_wait_ms = since(waited);
     let locked = Instant::now();
     let sums = match prepared {
@@ -209,7 +209,7 @@ fn upload<'a>(
             inputs: d.upload_padded(&w.inputs, w.inputs.len())?,
         },
         (Evaluations::Deferred(_), None) => {
-            return Err(CudaError::Invalid(
+            return Err(CudaError::Internal(
                 "deferred evaluations without their matrices on the device".into(),
             ))
         }
@@ -256,7 +256,7 @@ fn kernels(
         b_aux,
     } = up;
     let q = bases.queries.all().ok_or_else(|| {
-        CudaError::Invalid("the resident order needs the whole key on the device".into())
+        CudaError::Internal("the resident order needs the whole key on the device".into())
     })?;
     let [a, b, c] = match evaluations {
         DeviceEvaluations::Uploaded(abc) => abc,

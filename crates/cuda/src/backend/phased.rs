@@ -125,7 +125,7 @@ pub(crate) fn kernels(
                     (DeviceMatricesOf::Streamed(s), Evaluations::Deferred(m)) => {
                         d.streamed_products(m, s, &public, &aux, domain)
                     }
-                    _ => Err(CudaError::Invalid(
+                    _ => Err(CudaError::Internal(
                         "deferred evaluations without their matrices on the device".into(),
                     )),
                 }

@@ -16,8 +16,8 @@ use common::MemorySource;
 use rand_core::SeedableRng;
 use zkforge_circuits::{ParamsId, PartitionedCircuit, ProofKind, SyntheticCircuit, SyntheticJob};
 use zkforge_engine::{
-    Engine, EngineConfig, JobOutcome, JobRequest, Priority, Stage, StageEvent, TimelineEvent,
-    WorkerId,
+    Engine, EngineConfig, Failure, FailureKind, JobOutcome, JobRequest, Priority, Stage,
+    StageEvent, TimelineEvent, WorkerId,
 };
 use zkforge_groth16::generator::generate_random_keys;
 use zkforge_groth16::{
@@ -113,10 +113,10 @@ fn completed(e: &Engine, id: u64) -> Vec<u8> {
     }
 }
 
-/// The message of job `id`, which must fail within `within`.
-fn failed(e: &Engine, id: u64, within: Duration) -> String {
+/// Why job `id`, which must fail within `within`, failed.
+fn failed(e: &Engine, id: u64, within: Duration) -> Failure {
     match e.wait(id, Some(within)).unwrap().unwrap().outcome {
-        JobOutcome::Failed(msg) => msg,
+        JobOutcome::Failed(f) => f,
         other => panic!("{other:?}"),
     }
 }
@@ -232,8 +232,10 @@ fn a_failing_job_fails_alone() {
     bad.fail_partition = Some(1);
     let bad = submit(&e, bad, None);
     let good = submit(&e, job(3, 10), None);
-    let msg = failed(&e, bad, Duration::from_secs(60));
-    assert!(msg.contains("partition 1"), "{msg}");
+    let f = failed(&e, bad, Duration::from_secs(60));
+    assert!(f.message.contains("partition 1"), "{f:?}");
+    // Nothing the engine knows of: a circuit's own error is not the client's fault by default.
+    assert_eq!(f.kind, FailureKind::Internal, "{f:?}");
     assert_eq!(completed(&e, good).len(), 3 * 192);
     let s = e.status();
     assert_eq!((s.completed, s.failed), (1, 1));
@@ -281,8 +283,9 @@ fn invalid_config_and_missing_parameters_are_clear_errors() {
 
     let e = Engine::start(config(1), backend, Box::new(MemorySource(HashMap::new()))).unwrap();
     let id = submit(&e, job(1, 0), None);
-    let msg = failed(&e, id, Duration::from_secs(10));
-    assert!(msg.contains("no keys for synthetic"), "{msg}");
+    let f = failed(&e, id, Duration::from_secs(10));
+    assert!(f.message.contains("no keys for synthetic"), "{f:?}");
+    assert_eq!(f.kind, FailureKind::NotProvisioned, "missing parameters");
 }
 
 #[test]
@@ -313,7 +316,7 @@ fn status_shows_partition_stages_and_workers_and_fail_unfinished_stops_everythin
     assert_eq!(e.fail_unfinished("stopping"), 1);
     assert_eq!(
         e.wait(id, None).unwrap().unwrap().outcome,
-        JobOutcome::Failed("stopping".into())
+        JobOutcome::Failed(Failure::new(FailureKind::Unavailable, "stopping"))
     );
     assert_eq!(e.fail_unfinished("stopping"), 0);
     assert!(e.status().partitions.is_empty());

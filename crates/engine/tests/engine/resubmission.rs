@@ -65,7 +65,7 @@ fn a_failed_job_is_started_again_by_the_same_request() {
     let first = e
         .submit(request(job(2, 0), "porep-1000-7", 1, None))
         .unwrap();
-    let msg = failed(&e, first, Duration::from_secs(30));
+    let msg = failed(&e, first, Duration::from_secs(30)).message;
     assert!(msg.contains("not in the parameter directory"), "{msg}");
     // The key arrives; Curio's retry carries the same id and payload.
     add_keys(&late);
@@ -197,7 +197,7 @@ fn a_resubmission_that_starts_an_ended_job_again_needs_room_before_parsing() {
     let (e, late) = engine_without_keys(cfg);
     // "failed": its key is missing. "done": completed once the key is there.
     let failed_job = e.submit(request(job(1, 0), "failed", 1, None)).unwrap();
-    let msg = failed(&e, failed_job, Duration::from_secs(30));
+    let msg = failed(&e, failed_job, Duration::from_secs(30)).message;
     assert!(msg.contains("not in the parameter directory"), "{msg}");
     add_keys(&late);
     let done = e.submit(request(job(1, 0), "done", 2, None)).unwrap();

@@ -9,7 +9,7 @@ use crate::msm::{msm, msm_with_density, G1, G2};
 use crate::poly::h_coefficients;
 use std::mem::take;
 
-use crate::{Error, KeyRef, ProveReport, ProvingKey, Result, Witness};
+use crate::{Error, FailureKind, KeyRef, ProveReport, ProvingKey, Result, Witness};
 
 /// Proves on the CPU. With no pool given it runs on the caller's rayon pool.
 #[derive(Clone, Default)]
@@ -31,6 +31,7 @@ impl CpuBackend {
             .build()
             .map_err(|e| Error::Backend {
                 backend: "cpu",
+                kind: FailureKind::Internal,
                 message: e.to_string(),
             })?;
         Ok(Self {
@@ -94,6 +95,7 @@ impl ProverBackend for CpuBackend {
         let KeyRef::Memory(pk) = key else {
             return Err(Error::Backend {
                 backend: "cpu",
+                kind: FailureKind::Internal,
                 message: "the CPU prover needs the proving key decoded in memory".into(),
             });
         };

@@ -16,7 +16,7 @@ use blstrs::{G1Projective, G2Projective, Scalar};
 use ff::Field;
 use rand_core::RngCore;
 
-use crate::{Evaluations, KeyRef, Proof, ProvingKey, QueryLengths, Result, Witness};
+use crate::{Evaluations, KeyRef, Proof, ProvingKey, QueryLengths, Result, Urgency, Witness};
 
 /// The blinding scalars of one proof. Fixed values make the proof bytes deterministic.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,9 +78,9 @@ pub struct Phase {
 pub struct Dispatch {
     /// An index into the backend's `devices()`.
     pub device: usize,
-    /// The job's priority, higher is more urgent (0: none given). A backend whose devices
-    /// hold several keys in turn lets the more urgent partition's key in first.
-    pub priority: u8,
+    /// How urgent the job is (`Background`: none given). A backend whose devices hold
+    /// several keys in turn lets the more urgent partition's key in first.
+    pub urgency: Urgency,
 }
 
 impl Dispatch {
@@ -88,7 +88,7 @@ impl Dispatch {
     pub fn on(device: usize) -> Self {
         Self {
             device,
-            priority: 0,
+            urgency: Urgency::Background,
         }
     }
 }

@@ -2,31 +2,20 @@
 //! partition), so that a WinningPoSt partition waits for at most the partition on the device
 //! when it arrives, not for every PoRep partition queued at the lock before it.
 
-use std::collections::BTreeMap;
-use std::sync::{Condvar, Mutex, MutexGuard};
+use crate::urgency::{Ranked, RankedWaiters, Urgency};
 
-/// Mutual exclusion by priority: when the holder lets go, the waiter of the highest priority
-/// goes next (among equals, whichever the scheduler wakes first, as with a `Mutex`). Nothing
-/// preempts the holder.
+/// Mutual exclusion by urgency: when the holder lets go, the most urgent waiter goes next
+/// (among equals, whichever the scheduler wakes first, as with a `Mutex`). Nothing preempts
+/// the holder. Waiters are ranked by [`RankedWaiters`].
 #[derive(Default)]
 pub struct PriorityLock {
-    state: Mutex<State>,
-    turn: Condvar,
+    state: Ranked<State>,
 }
 
 #[derive(Default)]
 struct State {
     held: bool,
-    /// Waiters by priority.
-    waiting: BTreeMap<u8, usize>,
-}
-
-impl State {
-    fn outranked(&self, priority: u8) -> bool {
-        self.waiting
-            .last_key_value()
-            .is_some_and(|(&top, _)| top > priority)
-    }
+    waiting: RankedWaiters,
 }
 
 /// Held until dropped.
@@ -39,45 +28,36 @@ impl PriorityLock {
         Self::default()
     }
 
-    fn state(&self) -> MutexGuard<'_, State> {
-        // The state is two counters updated in place: a panic elsewhere cannot leave it torn.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// Waits until the lock is free and no more urgent waiter is left, then takes it.
-    pub fn lock(&self, priority: u8) -> PriorityGuard<'_> {
-        let mut s = self.state();
-        *s.waiting.entry(priority).or_default() += 1;
-        while s.held || s.outranked(priority) {
-            s = self.turn.wait(s).unwrap_or_else(|e| e.into_inner());
+    pub fn lock(&self, urgency: Urgency) -> PriorityGuard<'_> {
+        let mut s = self.state.lock();
+        let place = s.waiting.join(urgency, ());
+        while s.held || s.waiting.outranks(urgency) {
+            s = self.state.wait(s, None);
         }
-        let left = s.waiting.get_mut(&priority).expect("counted above");
-        *left -= 1;
-        if *left == 0 {
-            s.waiting.remove(&priority);
-        }
+        s.waiting.leave(place);
         s.held = true;
         PriorityGuard { lock: self }
     }
 
     /// How many wait for the lock right now (tests wait for their threads to queue).
     pub fn waiting(&self) -> usize {
-        self.state().waiting.values().sum()
+        self.state.lock().waiting.len()
     }
 }
 
 impl Drop for PriorityGuard<'_> {
     fn drop(&mut self) {
-        self.lock.state().held = false;
+        self.lock.state.lock().held = false;
         // Every waiter checks its rank: only the most urgent one proceeds.
-        self.lock.turn.notify_all();
+        self.lock.state.wake_all();
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
+    use std::sync::{Arc, Mutex};
     use std::time::{Duration, Instant};
 
     fn wait_for_waiters(lock: &PriorityLock, n: usize) {
@@ -95,10 +75,15 @@ mod tests {
     fn the_most_urgent_waiter_goes_next_whatever_the_arrival_order() {
         let lock = Arc::new(PriorityLock::new());
         let order = Arc::new(Mutex::new(Vec::new()));
-        let held = lock.lock(2);
+        let held = lock.lock(Urgency::Normal);
         let mut threads = Vec::new();
         // Low-priority waiters queue first, the urgent one last.
-        for (i, p) in [(0, 2u8), (1, 2), (2, 1), (3, 4)] {
+        for (i, p) in [
+            (0, Urgency::Normal),
+            (1, Urgency::Normal),
+            (2, Urgency::Low),
+            (3, Urgency::Critical),
+        ] {
             let (mine, order) = (lock.clone(), order.clone());
             threads.push(std::thread::spawn(move || {
                 let _g = mine.lock(p);
@@ -111,8 +96,16 @@ mod tests {
         for t in threads {
             t.join().unwrap();
         }
-        let priorities: Vec<u8> = order.lock().unwrap().iter().map(|&(_, p)| p).collect();
-        assert_eq!(priorities, [4, 2, 2, 1]);
+        let priorities: Vec<Urgency> = order.lock().unwrap().iter().map(|&(_, p)| p).collect();
+        assert_eq!(
+            priorities,
+            [
+                Urgency::Critical,
+                Urgency::Normal,
+                Urgency::Normal,
+                Urgency::Low
+            ]
+        );
         assert_eq!(lock.waiting(), 0);
     }
 
@@ -120,12 +113,12 @@ mod tests {
     fn exclusive_under_contention() {
         let lock = Arc::new(PriorityLock::new());
         let inside = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let threads: Vec<_> = (0..8u8)
+        let threads: Vec<_> = (0..8usize)
             .map(|i| {
                 let (mine, inside) = (lock.clone(), inside.clone());
                 std::thread::spawn(move || {
                     for _ in 0..200 {
-                        let _g = mine.lock(i % 3);
+                        let _g = mine.lock(Urgency::ALL[i % 3]);
                         let n = inside.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                         assert_eq!(n, 0, "two holders at once");
                         inside.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);

@@ -14,6 +14,7 @@ mod client;
 #[path = "../common/mod.rs"]
 mod common;
 mod daemon;
+mod failures;
 mod neighbours;
 mod requests;
 mod retries;
