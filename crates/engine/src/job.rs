@@ -11,15 +11,15 @@ use crate::failure::Failure;
 
 pub type JobId = u64;
 
-/// Scheduling priority, cuzk.v1's numbering; higher runs first. 0 on the wire means "default
-/// by kind". Everything below the engine's queues schedules by the [`Urgency`] it maps to
-/// ([`Priority::urgency`], the one place).
+/// A job's scheduling priority, least urgent first: a higher one runs first. A request that
+/// names none gets its kind's ([`Priority::default_for`]). Everything below the engine's queues
+/// schedules by the [`Urgency`] it maps to ([`Priority::urgency`], the one place).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Priority {
-    Low = 1,
-    Normal = 2,
-    High = 3,
-    Critical = 4,
+    Low,
+    Normal,
+    High,
+    Critical,
 }
 
 impl Priority {
@@ -40,18 +40,6 @@ impl Priority {
             Priority::High => Urgency::High,
             Priority::Critical => Urgency::Critical,
         }
-    }
-
-    /// The cuzk.v1 value (1..=4); 0 → default by kind.
-    pub fn from_wire(v: i32, kind: ProofKind) -> Option<Self> {
-        Some(match v {
-            0 => Self::default_for(kind),
-            1 => Priority::Low,
-            2 => Priority::Normal,
-            3 => Priority::High,
-            4 => Priority::Critical,
-            _ => return None,
-        })
     }
 }
 

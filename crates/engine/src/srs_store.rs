@@ -51,7 +51,7 @@ enum Slot {
 }
 
 /// A loaded parameter set, as status reports it.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct LoadedSrs {
     pub circuit_id: String,
     pub bytes: u64,
@@ -65,9 +65,8 @@ pub struct LoadedSrs {
     pub placement: Vec<String>,
 }
 
-/// Where a resident parameter set's key points are (cuzk's HOT, WARM, COLD).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
+/// Where a resident parameter set's key points are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum KeyTier {
     /// In device memory: a proof starts on its kernels.
     Device,

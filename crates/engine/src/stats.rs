@@ -3,12 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
 use zkforge_circuits::ProofKind;
 
 /// Where one partition is in the pipeline.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stage {
     Queued,
     Synthesizing,
@@ -27,7 +25,7 @@ pub const LATENCY_BUCKETS_SECONDS: [f64; 17] = [
 
 /// A cumulative histogram in seconds, Prometheus style: `cumulative_counts[i]` observations
 /// were ≤ `upper_bounds_secs[i]`; the implied last bucket (+Inf) holds `count`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Histogram {
     pub upper_bounds_secs: &'static [f64],
     pub cumulative_counts: Vec<u64>,
@@ -74,8 +72,7 @@ impl Default for Histogram {
 
 /// What a latency histogram times. Per job: `QueueWait`, `ParamsLoad`, `Job`; per partition:
 /// `Synthesis`, `GpuPhase`, `Prove`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Measure {
     /// Submit → the job's first partition starts synthesis (its parameter load and any wait
     /// for memory included).
@@ -141,15 +138,8 @@ impl std::fmt::Display for WorkerId {
     }
 }
 
-/// Serialized as its name, as the status JSON shows it.
-impl Serialize for WorkerId {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
-    }
-}
-
 /// One histogram of the status: what it times, for which proof kind.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct LatencySeries {
     pub kind: ProofKind,
     pub measure: Measure,

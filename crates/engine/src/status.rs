@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use zkforge_circuits::ProofKind;
+use zkforge_groth16::DeviceInfo;
 
 use crate::job::{Job, JobId};
 use crate::jobs::JobTable;
@@ -12,7 +13,7 @@ use crate::srs_store::LoadedSrs;
 use crate::stats::{LatencySeries, Stage, WorkerId};
 
 /// Queued and running units (partitions) and jobs of one proof kind.
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct KindCounts {
     /// Partitions in the synthesis queue.
     pub pending: usize,
@@ -26,7 +27,7 @@ pub struct KindCounts {
 }
 
 /// One unfinished partition.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct PartitionStatus {
     pub job: JobId,
     pub kind: ProofKind,
@@ -37,16 +38,14 @@ pub struct PartitionStatus {
 }
 
 /// What a worker is doing.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct WorkerStatus {
-    /// Shown by its name ("synth-0", "prover-0-1").
-    #[serde(rename = "name")]
     pub worker: WorkerId,
     pub job: Option<JobId>,
     pub partition: Option<usize>,
 }
 
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug)]
 pub struct EngineStatus {
     pub partitions: Vec<PartitionStatus>,
     pub workers: Vec<WorkerStatus>,
@@ -78,21 +77,10 @@ pub struct EngineStatus {
     pub pinned_memory_limit_bytes: u64,
 }
 
-/// A prover device and the unit its first worker is on.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+/// A prover device, as its backend reports it, and the unit its first worker is on.
+#[derive(Clone, Debug, PartialEq)]
 pub struct DeviceStatus {
-    pub ordinal: u32,
-    pub name: String,
-    pub memory_total_bytes: u64,
-    pub memory_free_bytes: u64,
-    /// The backend's device-memory budget and what partitions and keys hold of it.
-    pub vram_budget_bytes: u64,
-    pub vram_reserved_bytes: u64,
-    /// Where proving keys live on this device.
-    pub params_residency: String,
-    /// Host-to-device copy rates measured at start, bytes a second (page-locked, pageable).
-    pub h2d_pinned_bytes_per_s: u64,
-    pub h2d_pageable_bytes_per_s: u64,
+    pub info: DeviceInfo,
     pub current_job: Option<JobId>,
     pub current_kind: Option<ProofKind>,
 }
@@ -159,7 +147,7 @@ pub(crate) fn status(s: &Pipeline, job_table: &JobTable) -> EngineStatus {
             partition: unit.map(|u| u.1),
         })
         .collect();
-    // By name, the order /status lists them in ("synth-10" before "synth-2").
+    // By name, the order they are shown in ("synth-10" before "synth-2").
     workers.sort_by_cached_key(|w| w.worker.to_string());
     let outcomes = st
         .outcomes
@@ -209,15 +197,7 @@ fn devices(s: &Pipeline, jobs: &[Arc<Job>]) -> Vec<DeviceStatus> {
                 .and_then(|id| jobs.iter().find(|j| j.id == id))
                 .map(|j| j.kind());
             DeviceStatus {
-                ordinal: d.ordinal,
-                name: d.name,
-                memory_total_bytes: d.memory_total_bytes,
-                memory_free_bytes: d.memory_free_bytes,
-                vram_budget_bytes: d.budget_bytes,
-                vram_reserved_bytes: d.reserved_bytes,
-                params_residency: d.residency,
-                h2d_pinned_bytes_per_s: d.h2d_pinned_bytes_per_s,
-                h2d_pageable_bytes_per_s: d.h2d_pageable_bytes_per_s,
+                info: d,
                 current_job: current,
                 current_kind: kind,
             }

@@ -21,13 +21,14 @@ use tower::ServiceExt;
 use crate::limits::Checked;
 use crate::listener::{Connections, Incoming, ListenerSlot};
 use crate::metrics;
+use crate::status_json::StatusBody;
 
 async fn status(State(engine): State<Arc<Engine>>) -> impl IntoResponse {
     let s = tokio::task::spawn_blocking(move || engine.status())
         .await
         .ok();
-    let body =
-        serde_json::to_string_pretty(&s).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
+    let body = serde_json::to_string_pretty(&s.as_ref().map(StatusBody::from))
+        .unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
     ([(header::CONTENT_TYPE, "application/json")], body)
 }
 

@@ -30,6 +30,7 @@ pub mod request;
 mod serve;
 mod service;
 pub mod status;
+mod status_json;
 mod wire;
 
 pub use access::{Access, TlsFiles};

@@ -14,10 +14,10 @@ pub fn status_response(s: &EngineStatus) -> pb::GetStatusResponse {
             .devices
             .iter()
             .map(|d| pb::GpuStatus {
-                ordinal: d.ordinal,
-                name: d.name.clone(),
-                vram_total_bytes: d.memory_total_bytes,
-                vram_free_bytes: d.memory_free_bytes,
+                ordinal: d.info.ordinal,
+                name: d.info.name.clone(),
+                vram_total_bytes: d.info.memory_total_bytes,
+                vram_free_bytes: d.info.memory_free_bytes,
                 current_job_id: d.current_job.map(|j| j.to_string()).unwrap_or_default(),
                 current_proof_kind: d.current_kind.map(cuzk_kind).unwrap_or_default().into(),
             })
@@ -296,7 +296,7 @@ fn latency(out: &mut Exposition, s: &EngineStatus) {
 fn devices(out: &mut Exposition, s: &EngineStatus) {
     // The CPU backend has no devices but one prover lane: labelled "cpu".
     let label = |i: usize| match s.devices.get(i) {
-        Some(d) => d.ordinal.to_string(),
+        Some(d) => d.info.ordinal.to_string(),
         None if s.devices.is_empty() => "cpu".to_string(),
         None => i.to_string(),
     };
@@ -312,7 +312,11 @@ fn devices(out: &mut Exposition, s: &EngineStatus) {
             .map(|(d, secs)| (vec![("device", d.as_str())], *secs))
             .collect::<Vec<_>>(),
     );
-    let ordinals: Vec<String> = s.devices.iter().map(|d| d.ordinal.to_string()).collect();
+    let ordinals: Vec<String> = s
+        .devices
+        .iter()
+        .map(|d| d.info.ordinal.to_string())
+        .collect();
     let mut per_device = |name: &str, help: &str, f: fn(&DeviceStatus) -> u64| {
         let values = s
             .devices
@@ -324,12 +328,12 @@ fn devices(out: &mut Exposition, s: &EngineStatus) {
     per_device(
         "zkforge_vram_budget_bytes",
         "Device memory the backend may reserve, per GPU.",
-        |d| d.vram_budget_bytes,
+        |d| d.info.budget_bytes,
     );
     per_device(
         "zkforge_vram_reserved_bytes",
         "Device memory reserved by keys and partitions, per GPU.",
-        |d| d.vram_reserved_bytes,
+        |d| d.info.reserved_bytes,
     );
 }
 

@@ -16,7 +16,7 @@ use zkforge_filecoin::{decode_base64_list, max_vanilla_proofs};
 use zkforge_filecoin::{porep, ProofKind, ProofRequest};
 
 use crate::{pb, status, wire};
-use zkforge_engine::FailureKind;
+use zkforge_engine::{FailureKind, Priority};
 
 fn invalid(e: impl std::fmt::Display) -> Status {
     status::failure(FailureKind::InvalidInput, e)
@@ -34,6 +34,20 @@ pub fn kind_of(k: i32) -> Result<ProofKind, Status> {
         Ok(pb::ProofKind::WindowPostPartition) => Ok(ProofKind::WindowPost),
         Ok(pb::ProofKind::WinningPost) => Ok(ProofKind::WinningPost),
         _ => Err(invalid(format!("proof_kind {k} is not one of 1 (PoRep), 2 (SnapDeals), 3 (WindowPoSt), 4 (WinningPoSt)"))),
+    }
+}
+
+/// The job's priority from cuzk.v1's `Priority`: LOW (1) to CRITICAL (4), a higher one runs
+/// first; PRIORITY_DEFAULT (0, or unset) is the kind's ([`Priority::default_for`]: WinningPoSt
+/// CRITICAL, WindowPoSt HIGH, sealing NORMAL).
+pub fn priority_of(p: i32, kind: ProofKind) -> Result<Priority, Status> {
+    match pb::Priority::try_from(p) {
+        Ok(pb::Priority::Default) => Ok(Priority::default_for(kind)),
+        Ok(pb::Priority::Low) => Ok(Priority::Low),
+        Ok(pb::Priority::Normal) => Ok(Priority::Normal),
+        Ok(pb::Priority::High) => Ok(Priority::High),
+        Ok(pb::Priority::Critical) => Ok(Priority::Critical),
+        Err(_) => Err(invalid(format!("priority {p} is not 0..=4"))),
     }
 }
 

@@ -53,7 +53,7 @@ impl ProvingService {
     ) -> Self {
         let devices = engine.status().devices;
         let assigned_gpu = match devices.as_slice() {
-            [one] => one.ordinal.to_string(),
+            [one] => one.info.ordinal.to_string(),
             _ => String::new(),
         };
         Self {
@@ -121,13 +121,7 @@ impl ProvingService {
             }
         }
         let kind = request::kind_of(r.proof_kind)?;
-        let wire_priority = r.priority;
-        let priority = Priority::from_wire(wire_priority, kind).ok_or_else(|| {
-            failure(
-                FailureKind::InvalidInput,
-                format!("priority {wire_priority} is not 0..=4"),
-            )
-        })?;
+        let priority = request::priority_of(r.priority, kind)?;
         let input_bytes = prost::Message::encoded_len(&r) as u64;
         // No parse worker is spent on a request the queue has no room for.
         self.engine

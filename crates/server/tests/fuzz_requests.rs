@@ -17,7 +17,7 @@ use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::TestRunner;
 use tonic::Code;
-use zkforge_engine::{Engine, EngineConfig, ParamsDir, Priority};
+use zkforge_engine::{Engine, EngineConfig, ParamsDir};
 use zkforge_filecoin::ProofKind;
 use zkforge_fixtures::{self as fixtures, read_base64_list};
 use zkforge_groth16::CpuBackend;
@@ -244,8 +244,7 @@ fn build(s: &Shape, p: &Payloads) -> pb::SubmitProofRequest {
 #[allow(clippy::result_large_err)] // tonic's Status, as the daemon returns it
 fn convert(r: &pb::SubmitProofRequest) -> Result<(), tonic::Status> {
     let circuits = request::circuits(r.clone())?;
-    Priority::from_wire(r.priority, circuits.kind())
-        .ok_or_else(|| tonic::Status::invalid_argument("priority"))?;
+    request::priority_of(r.priority, circuits.kind())?;
     Ok(())
 }
 
@@ -320,11 +319,13 @@ fn fuzzed_requests_are_accepted_or_refused_by_name() {
         small,
         |(k, pr)| {
             let kind = request::kind_of(k);
-            match (kind, Priority::from_wire(pr, ProofKind::PoRep)) {
+            match (kind, request::priority_of(pr, ProofKind::PoRep)) {
                 (Ok(_), _) if !(1..=4).contains(&k) => Err(format!("kind {k} accepted")),
-                (_, Some(_)) if !(0..=4).contains(&pr) => Err(format!("priority {pr} accepted")),
-                (Err(st), _) if st.code() != Code::InvalidArgument => Err(format!("{st}")),
-                (k, pr) => Ok(k.is_ok() && pr.is_some()),
+                (_, Ok(_)) if !(0..=4).contains(&pr) => Err(format!("priority {pr} accepted")),
+                (Err(st), _) | (_, Err(st)) if st.code() != Code::InvalidArgument => {
+                    Err(format!("{st}"))
+                }
+                (k, pr) => Ok(k.is_ok() && pr.is_ok()),
             }
         },
     );

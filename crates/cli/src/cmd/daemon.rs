@@ -108,13 +108,7 @@ fn spawn_placement_log(engine: Arc<Engine>, dir: PathBuf) -> Result<()> {
 }
 
 fn log_placements(engine: &Engine, dir: &Path) {
-    let kinds = [
-        ProofKind::PoRep,
-        ProofKind::SnapDeals,
-        ProofKind::WindowPost,
-        ProofKind::WinningPost,
-    ];
-    for kind in kinds {
+    for kind in ProofKind::ALL {
         for size in SECTOR_SIZES {
             let Ok(id) = zkforge_filecoin::registry::params_id(kind, size) else {
                 continue;

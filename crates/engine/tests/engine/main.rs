@@ -471,7 +471,7 @@ fn kernel_locking_backends_get_concurrent_workers_on_every_device() {
     );
     let st = e.status();
     assert_eq!(st.devices.len(), 2);
-    assert_eq!(st.devices[1].params_residency, "vram: 1 key(s)");
+    assert_eq!(st.devices[1].info.residency, "vram: 1 key(s)");
 }
 
 /// A seeded job is the one proving pipeline with r and s fixed: its bytes are the reference

@@ -1,0 +1,242 @@
+//! The body's shape, pinned: a status with one of everything, written as scrapers read it.
+
+use zkforge_engine::{
+    DeviceStatus, EngineStatus, Histogram, KindCounts, LatencySeries, LoadedSrs, PartitionStatus,
+    WorkerStatus,
+};
+use zkforge_groth16::DeviceInfo;
+
+use super::*;
+
+/// A status with every list non-empty and every kind of measure.
+fn status() -> EngineStatus {
+    let series = |kind, measure, count| LatencySeries {
+        kind,
+        measure,
+        histogram: Histogram {
+            upper_bounds_secs: &[0.5, 60.0],
+            cumulative_counts: vec![count / 2, count],
+            sum_secs: 42.3,
+            count,
+        },
+    };
+    EngineStatus {
+        partitions: vec![PartitionStatus {
+            job: 7,
+            kind: ProofKind::PoRep,
+            partition: 3,
+            stage: Stage::AwaitingProver,
+            in_stage_ms: 12.5,
+        }],
+        workers: vec![
+            WorkerStatus {
+                worker: WorkerId::prover(0, 1),
+                job: Some(7),
+                partition: Some(2),
+            },
+            WorkerStatus {
+                worker: WorkerId::synthesis(0).urgent(),
+                job: None,
+                partition: None,
+            },
+        ],
+        outcomes: vec![(ProofKind::WindowPost, "failed", 2)],
+        latency: vec![
+            series(ProofKind::SnapDeals, Measure::QueueWait, 2),
+            series(ProofKind::PoRep, Measure::GpuPhase("msm"), 3),
+            series(ProofKind::WinningPost, Measure::Job("completed"), 1),
+        ],
+        device_busy_secs: vec![1.5],
+        uptime_secs: 60.25,
+        queues: vec![(
+            ProofKind::WinningPost,
+            KindCounts {
+                pending: 1,
+                in_progress: 2,
+                jobs_queued: 3,
+                jobs_running: 4,
+            },
+        )],
+        loaded_srs: vec![LoadedSrs {
+            circuit_id: "porep-2KiB".into(),
+            bytes: 1 << 20,
+            ref_count: 1,
+            key_form: "file".into(),
+            tier: KeyTier::Device,
+            placement: vec!["resident".into()],
+        }],
+        completed: 5,
+        failed: 2,
+        cancelled: 1,
+        memory_budget_bytes: 1 << 30,
+        memory_used_bytes: 1 << 29,
+        memory_peak_bytes: 3 << 28,
+        process_rss_bytes: 1 << 28,
+        process_peak_rss_bytes: 1 << 29,
+        backend: "cuda".into(),
+        devices: vec![DeviceStatus {
+            info: DeviceInfo {
+                ordinal: 0,
+                name: "NVIDIA H100".into(),
+                memory_total_bytes: 80 << 30,
+                memory_free_bytes: 70 << 30,
+                budget_bytes: 60 << 30,
+                reserved_bytes: 10 << 30,
+                reserved_peak_bytes: 12 << 30,
+                residency: "vram: 1 key".into(),
+                h2d_pinned_bytes_per_s: 50 << 30,
+                h2d_pageable_bytes_per_s: 10 << 30,
+            },
+            current_job: Some(7),
+            current_kind: Some(ProofKind::PoRep),
+        }],
+        pinned_memory_bytes: 1 << 26,
+        pinned_memory_limit_bytes: 1 << 27,
+    }
+}
+
+/// The body as the engine's status was served before the body was the server's own: a
+/// change here is a change of the HTTP contract.
+const SERVED: &str = r#"{
+  "partitions": [
+    {
+      "job": 7,
+      "kind": "porep",
+      "partition": 3,
+      "stage": "awaiting_prover",
+      "in_stage_ms": 12.5
+    }
+  ],
+  "workers": [
+    {
+      "name": "prover-0-1",
+      "job": 7,
+      "partition": 2
+    },
+    {
+      "name": "synth-urgent",
+      "job": null,
+      "partition": null
+    }
+  ],
+  "outcomes": [
+    [
+      "window-post",
+      "failed",
+      2
+    ]
+  ],
+  "latency": [
+    {
+      "kind": "snap",
+      "measure": "queue_wait",
+      "histogram": {
+        "upper_bounds_secs": [
+          0.5,
+          60.0
+        ],
+        "cumulative_counts": [
+          1,
+          2
+        ],
+        "sum_secs": 42.3,
+        "count": 2
+      }
+    },
+    {
+      "kind": "porep",
+      "measure": {
+        "gpu_phase": "msm"
+      },
+      "histogram": {
+        "upper_bounds_secs": [
+          0.5,
+          60.0
+        ],
+        "cumulative_counts": [
+          1,
+          3
+        ],
+        "sum_secs": 42.3,
+        "count": 3
+      }
+    },
+    {
+      "kind": "winning-post",
+      "measure": {
+        "job": "completed"
+      },
+      "histogram": {
+        "upper_bounds_secs": [
+          0.5,
+          60.0
+        ],
+        "cumulative_counts": [
+          0,
+          1
+        ],
+        "sum_secs": 42.3,
+        "count": 1
+      }
+    }
+  ],
+  "device_busy_secs": [
+    1.5
+  ],
+  "uptime_secs": 60.25,
+  "queues": [
+    [
+      "winning-post",
+      {
+        "pending": 1,
+        "in_progress": 2,
+        "jobs_queued": 3,
+        "jobs_running": 4
+      }
+    ]
+  ],
+  "loaded_srs": [
+    {
+      "circuit_id": "porep-2KiB",
+      "bytes": 1048576,
+      "ref_count": 1,
+      "key_form": "file",
+      "tier": "device",
+      "placement": [
+        "resident"
+      ]
+    }
+  ],
+  "completed": 5,
+  "failed": 2,
+  "cancelled": 1,
+  "memory_budget_bytes": 1073741824,
+  "memory_used_bytes": 536870912,
+  "memory_peak_bytes": 805306368,
+  "process_rss_bytes": 268435456,
+  "process_peak_rss_bytes": 536870912,
+  "backend": "cuda",
+  "devices": [
+    {
+      "ordinal": 0,
+      "name": "NVIDIA H100",
+      "memory_total_bytes": 85899345920,
+      "memory_free_bytes": 75161927680,
+      "vram_budget_bytes": 64424509440,
+      "vram_reserved_bytes": 10737418240,
+      "params_residency": "vram: 1 key",
+      "h2d_pinned_bytes_per_s": 53687091200,
+      "h2d_pageable_bytes_per_s": 10737418240,
+      "current_job": 7,
+      "current_kind": "porep"
+    }
+  ],
+  "pinned_memory_bytes": 67108864,
+  "pinned_memory_limit_bytes": 134217728
+}"#;
+
+#[test]
+fn the_body_keeps_its_names_order_and_shapes() {
+    let body = serde_json::to_string_pretty(&StatusBody::from(&status())).unwrap();
+    assert_eq!(body, SERVED);
+}
