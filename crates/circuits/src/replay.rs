@@ -116,8 +116,8 @@ mod tests {
     use super::*;
     use crate::PartitionedCircuit;
     use rand_chacha::ChaCha20Rng;
+    use zkforge_groth16::exec::pool::with_pool;
     use zkforge_groth16::generator::tiled_key_for;
-    use zkforge_groth16::synthesis::pool::with_pool;
     use zkforge_groth16::{prover, verify::verify, CpuBackend, ProofRandomness, ScalarPool};
 
     #[test]

@@ -15,8 +15,8 @@ use zkforge_circuits::{PartitionedCircuit, ProofKind, SyntheticCircuit};
 use zkforge_cuda::{CudaBackend, CudaOptions, Residency};
 use zkforge_filecoin::{params, post, registry, snap};
 use zkforge_fixtures::{self as fixtures, read_base64_list, unhex32, Manifest};
+use zkforge_groth16::exec::pool::with_pool;
 use zkforge_groth16::generator::{generate_random_keys, CpuFixedBase};
-use zkforge_groth16::synthesis::pool::with_pool;
 use zkforge_groth16::{
     prover, verify::verify, CpuBackend, Dispatch, KeyRef, MatrixRecorder, ParamsFile,
     ProofRandomness, ProveReport, ProverBackend, ProvingKey, Witness,

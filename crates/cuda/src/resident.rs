@@ -7,7 +7,7 @@
 //! - An item that is not in use (no partition holds it) is evicted, least recently used first,
 //!   when another needs its room.
 //! - A request that does not fit waits; the waiting request that goes next (the most urgent,
-//!   then the oldest: `zkforge_groth16::urgency::RankedWaiters`) is *wanted*. Items whose
+//!   then the oldest: `zkforge_groth16::exec::urgency::RankedWaiters`) is *wanted*. Items whose
 //!   users are all less urgent than it *drain*: less urgent requests for them wait, so that
 //!   their partitions in flight finish, they fall idle and are evicted for it. (A PoRep key
 //!   drains for a WindowPoSt, and is uploaded again after.)
@@ -17,7 +17,7 @@
 use std::sync::{Arc, MutexGuard};
 use std::time::{Duration, Instant};
 
-use zkforge_groth16::urgency::{Ranked, RankedWaiters, Ticket, Urgency};
+use zkforge_groth16::exec::urgency::{Ranked, RankedWaiters, Ticket, Urgency};
 
 use crate::vram::{VramBudget, VramReservation};
 

@@ -3,7 +3,7 @@
 use std::sync::{Arc, MutexGuard};
 use std::time::Duration;
 
-use zkforge_groth16::urgency::{leave_and_wake, Ranked, RankedWaiters, Ticket, Urgency};
+use zkforge_groth16::exec::urgency::{leave_and_wake, Ranked, RankedWaiters, Ticket, Urgency};
 
 #[derive(Debug, Default)]
 struct State {
@@ -92,7 +92,7 @@ impl MemoryBudget {
 
     fn pending_frees(&self) -> u64 {
         if self.counts_pending_frees {
-            zkforge_groth16::reaper::pending_bytes()
+            zkforge_groth16::exec::reaper::pending_bytes()
         } else {
             0
         }
@@ -419,7 +419,7 @@ mod tests {
 
     #[test]
     fn memory_pending_on_the_reaper_is_held_until_freed() {
-        use zkforge_groth16::reaper::{drop_later, drop_later_counted};
+        use zkforge_groth16::exec::reaper::{drop_later, drop_later_counted};
         /// Blocks the reaper until the test lets it go.
         struct Gate(std::sync::mpsc::Receiver<()>);
         impl Drop for Gate {

@@ -210,7 +210,7 @@ impl Job {
             .unwrap_or_else(|e| e.into_inner())
             .take();
         // Freeing a large request can take a while: not on a worker or an RPC thread.
-        zkforge_groth16::reaper::drop_later(inputs);
+        zkforge_groth16::exec::reaper::drop_later(inputs);
         true
     }
 

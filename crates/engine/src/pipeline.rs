@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use zkforge_groth16::{reaper, PriorityLock, ProverBackend, Witness};
+use zkforge_groth16::{exec::reaper, PriorityLock, ProverBackend, Witness};
 
 use crate::budget::{MemoryBudget, Reservation};
 use crate::config::EngineConfig;

@@ -5,9 +5,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rand::SeedableRng;
-use zkforge_groth16::synthesis::pool::with_pool;
+use zkforge_groth16::exec::pool::with_pool;
 use zkforge_groth16::{
-    prover, reaper, verify::verify, Dispatch, EvaluationSite, Proof, ProveReport, Scalar, Witness,
+    exec::reaper, prover, verify::verify, Dispatch, EvaluationSite, Proof, ProveReport, Scalar,
+    Witness,
 };
 
 use crate::failure::{Failure, FailureKind};

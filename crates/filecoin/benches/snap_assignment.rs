@@ -24,7 +24,7 @@ use filecoin_proofs_api::RegisteredUpdateProof;
 use zkforge_filecoin::shape::parse_sector_size;
 use zkforge_filecoin::snap::{snap_assignments, SnapAssignments};
 use zkforge_fixtures::sparse::make_snap;
-use zkforge_groth16::synthesis::pool::with_pool;
+use zkforge_groth16::exec::pool::with_pool;
 use zkforge_groth16::{Assignment, Scalar, ScalarPool};
 
 fn proof(size: u64) -> RegisteredUpdateProof {

@@ -22,8 +22,8 @@ use storage_proofs_core::proof::ProofScheme;
 use storage_proofs_porep::stacked::{
     self, Challenges, StackedCircuit, StackedCompound, StackedDrg,
 };
+use zkforge_groth16::exec::pool;
 use zkforge_groth16::r1cs::record_repeated;
-use zkforge_groth16::synthesis::pool;
 use zkforge_groth16::{Assignment, ConstraintMatrices, ScalarPool, Witness};
 
 use crate::native::{self, ChallengeSource, CircuitShape, PartitionValues, PoRepLayout};

@@ -21,8 +21,8 @@ use storage_proofs_core::util::NODE_SIZE;
 use storage_proofs_post::fallback::{
     self, FallbackPoSt, FallbackPoStCircuit, FallbackPoStCompound, PublicSector, SectorProof,
 };
+use zkforge_groth16::exec::pool;
 use zkforge_groth16::r1cs::record_repeated;
-use zkforge_groth16::synthesis::pool;
 use zkforge_groth16::{Assignment, ConstraintMatrices, Witness};
 
 use crate::limits::MAX_PARTITIONS_PER_DEADLINE;

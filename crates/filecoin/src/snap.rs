@@ -29,8 +29,8 @@ use storage_proofs_update::{
     EmptySectorUpdate, EmptySectorUpdateCircuit, EmptySectorUpdateCompound, PartitionProof,
     PublicInputs, PublicParams,
 };
+use zkforge_groth16::exec::pool;
 use zkforge_groth16::r1cs::record_sliced;
-use zkforge_groth16::synthesis::pool;
 use zkforge_groth16::{Assignment, ConstraintMatrices, Witness};
 
 use crate::native::{self, SnapChallenge, SnapLayout, SnapPartition};

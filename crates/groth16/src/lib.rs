@@ -12,6 +12,11 @@
 //! - [`prover`]: the backend trait, the CPU backend and the final A/B/C assembly;
 //! - [`proof`] and [`verify`]: the 192-byte proof and the pairing check;
 //! - [`generator`]: random (test-only) keys for a circuit, fast.
+//!
+//! Beside the math, one module says how the work is run; the math modules hold no threads,
+//! locks or files:
+//! - [`exec`]: the witness buffer pool and its pinning, the reaper thread, waiters ranked by
+//!   [`Urgency`] and the [`PriorityLock`], temporary files, bulk file reads.
 
 /// The part of `ConstraintSystem` our three systems (`MatrixRecorder`, `WitnessBuilder`,
 /// `AssignmentWriter`) answer alike: each is its own root and keeps no namespaces, since
@@ -35,8 +40,8 @@ macro_rules! nameless_root {
     };
 }
 
-mod bulk_read;
 pub mod error;
+pub mod exec;
 #[cfg(feature = "fault-injection")]
 pub mod fault;
 pub mod generator;
@@ -45,24 +50,21 @@ pub mod poly;
 pub mod proof;
 pub mod prover;
 pub mod r1cs;
-pub mod reaper;
 pub mod srs;
 pub mod synthesis;
-mod tmpfile;
-pub mod urgency;
 pub mod verify;
 
 pub use blstrs::{Bls12, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 pub use error::{Error, FailureKind, Result};
+pub use exec::{HostPinner, PriorityGuard, PriorityLock, ScalarPool, Urgency};
 pub use proof::Proof;
 pub use prover::{
-    CpuBackend, DeviceInfo, Dispatch, EvaluationSite, PartitionPlan, Phase, PriorityLock,
-    ProofRandomness, ProveReport, ProverBackend, QuerySums,
+    CpuBackend, DeviceInfo, Dispatch, EvaluationSite, PartitionPlan, Phase, ProofRandomness,
+    ProveReport, ProverBackend, QuerySums,
 };
 pub use r1cs::{ConstraintMatrices, MatrixRecorder};
 pub use srs::{KeyRef, LoadedKey, ParamsFile, ProvingKey, QueryLengths, ReadOptions, VerifyingKey};
 pub use synthesis::{
-    assign, synthesize, Assignment, AssignmentWriter, Density, Evaluations, HostPinner, Region,
-    ScalarPool, Witness, WitnessBuilder,
+    assign, synthesize, Assignment, AssignmentWriter, Density, Evaluations, Region, Witness,
+    WitnessBuilder,
 };
-pub use urgency::Urgency;

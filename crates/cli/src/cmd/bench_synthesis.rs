@@ -17,7 +17,7 @@ use rayon::prelude::*;
 use zkforge_filecoin::native::{self, PoRepLayout, SyntheticPoRep};
 use zkforge_filecoin::porep::{self, NativePoRep};
 use zkforge_filecoin::{registered_proof::seal_proof_for, shape::parse_sector_size};
-use zkforge_groth16::{synthesis::pool, Assignment, ConstraintMatrices, ScalarPool};
+use zkforge_groth16::{exec::pool, Assignment, ConstraintMatrices, ScalarPool};
 
 #[derive(Args)]
 pub struct SynthesisArgs {

@@ -10,8 +10,8 @@ use blstrs::{G1Projective, G2Projective};
 use zkforge_groth16::msm::{msm, msm_with_density, G1, G2};
 use zkforge_groth16::poly::Domain;
 use zkforge_groth16::{
-    reaper, EvaluationSite, Evaluations, KeyRef, PartitionPlan, Phase, ProveReport, QueryLengths,
-    QuerySums, Scalar, Urgency, Witness,
+    exec::reaper, EvaluationSite, Evaluations, KeyRef, PartitionPlan, Phase, ProveReport,
+    QueryLengths, QuerySums, Scalar, Urgency, Witness,
 };
 
 use super::gpu::{DeviceMatricesOf, Gpu, InputBases, OnDevice, KEY_ROOM_WAIT};

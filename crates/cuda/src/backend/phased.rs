@@ -19,7 +19,7 @@
 use std::time::Instant;
 
 use zkforge_groth16::{
-    reaper, EvaluationSite, Evaluations, PartitionPlan, QueryLengths, QuerySums,
+    exec::reaper, EvaluationSite, Evaluations, PartitionPlan, QueryLengths, QuerySums,
 };
 use zkforge_groth16::{KeyRef, ProveReport, Scalar, Witness};
 

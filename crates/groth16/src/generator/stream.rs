@@ -105,7 +105,7 @@ pub fn write_params_files(
     vk_path: &Path,
     progress: &dyn GenProgress,
 ) -> Result<VerifyingKey> {
-    let tmp = crate::tmpfile::beside(params);
+    let tmp = crate::exec::tmpfile::beside(params);
     let run = || -> Result<VerifyingKey> {
         let file = std::fs::File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
         let mut w = std::io::BufWriter::with_capacity(1 << 24, file);

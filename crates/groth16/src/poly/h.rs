@@ -45,14 +45,14 @@ pub fn h_from_padded(
     a.par_iter_mut()
         .zip(b.par_iter())
         .for_each(|(a, b)| *a *= b);
-    crate::reaper::drop_later(b);
+    crate::exec::reaper::drop_later(b);
     coset_inverse(&mut a, &inv, domain);
 
     let z_inv = domain.vanishing_inverse_on_coset();
     a.par_iter_mut()
         .zip(c.par_iter())
         .for_each(|(a, c)| *a = (*a - c) * z_inv);
-    crate::reaper::drop_later(c);
+    crate::exec::reaper::drop_later(c);
     a.truncate(domain.n - 1);
     Ok(a)
 }

@@ -68,7 +68,7 @@ impl CpuBackend {
             },
         );
         let msm_ms = t.elapsed().as_secs_f64() * 1e3;
-        crate::reaper::drop_later((h, w));
+        crate::exec::reaper::drop_later((h, w));
         tracing::debug!(h_ms, msm_ms, "cpu query sums");
         Ok(QuerySums {
             h: h_sum,

@@ -5,12 +5,10 @@ mod assemble;
 mod cpu;
 pub mod placement;
 mod plan;
-mod priority_lock;
 
 pub use assemble::assemble;
 pub use cpu::CpuBackend;
 pub use plan::{EvaluationSite, PartitionPlan};
-pub use priority_lock::{PriorityGuard, PriorityLock};
 
 use blstrs::{G1Projective, G2Projective, Scalar};
 use ff::Field;

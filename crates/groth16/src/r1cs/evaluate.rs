@@ -7,7 +7,7 @@ use ff::Field;
 use rayon::prelude::*;
 
 use super::{ConstraintMatrices, SparseMatrix, COEFF_MINUS_ONE, COEFF_ONE};
-use crate::synthesis::pool::{reserve, ScalarPool};
+use crate::exec::pool::{reserve, ScalarPool};
 use crate::{Error, Result};
 
 /// Rows per parallel task: large enough to amortise scheduling, small enough to balance

@@ -14,7 +14,7 @@ use blstrs::Scalar;
 use rayon::prelude::*;
 
 use super::{ConstraintMatrices, Entry, SparseMatrix};
-use crate::bulk_read::read_vec_at;
+use crate::exec::bulk_read::read_vec_at;
 use crate::synthesis::Density;
 use crate::{Error, Result};
 
@@ -61,7 +61,7 @@ impl ConstraintMatrices {
     /// Writes the matrices to `path` through a temporary file renamed into place, so readers
     /// never see a partial file.
     pub fn write_file(&self, path: &Path) -> Result<()> {
-        let tmp = crate::tmpfile::beside(path);
+        let tmp = crate::exec::tmpfile::beside(path);
         let write = || -> std::io::Result<()> {
             let mut w = BufWriter::with_capacity(1 << 22, File::create(&tmp)?);
             w.write_all(MAGIC)?;

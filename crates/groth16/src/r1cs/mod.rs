@@ -41,7 +41,7 @@ pub struct Entry {
 
 // SAFETY: two u32 under repr(C): no padding, every bit pattern is an entry (indices are
 // checked after reading).
-unsafe impl crate::bulk_read::Plain for Entry {}
+unsafe impl crate::exec::bulk_read::Plain for Entry {}
 
 /// A matrix in compressed sparse rows: row `r`'s entries are
 /// `entries[row_starts[r] .. row_starts[r + 1]]`.

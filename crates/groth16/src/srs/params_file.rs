@@ -189,7 +189,7 @@ impl ParamsFile {
             ));
         }
         let at = s.offset + (first * size) as u64;
-        crate::bulk_read::read_exact_at(&self.file, out, at).map_err(|e| {
+        crate::exec::bulk_read::read_exact_at(&self.file, out, at).map_err(|e| {
             // The file was checked to hold every point at open: it shrank or the disk failed.
             Error::malformed(
                 &self.path,

@@ -20,8 +20,8 @@ use bellpepper_core::{ConstraintSystem, Index, SynthesisError, Variable};
 use blstrs::Scalar;
 use ff::Field;
 
-use super::pool::{self, ScalarPool};
 use super::witness::{Recycle, Witness};
+use crate::exec::pool::{self, ScalarPool};
 use crate::r1cs::ConstraintMatrices;
 use crate::{Error, Result};
 

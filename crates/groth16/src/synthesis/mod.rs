@@ -3,10 +3,8 @@
 
 mod assignment;
 mod density;
-pub mod pool;
 mod witness;
 
 pub use assignment::{assign, Assignment, AssignmentWriter, Region};
 pub use density::Density;
-pub use pool::{HostPinner, ScalarPool};
 pub use witness::{synthesize, Evaluations, Recycle, Witness, WitnessBuilder};

@@ -8,8 +8,8 @@ use ff::Field;
 
 use std::sync::Arc;
 
-use super::pool::{self, ScalarPool};
 use super::Density;
+use crate::exec::pool::{self, ScalarPool};
 use crate::r1cs::ConstraintMatrices;
 use crate::{Error, Result};
 

@@ -3,7 +3,7 @@
 //!
 //! Rule that keeps pinning sound: a buffer the pool pinned is never freed or reallocated while
 //! pinned. Synthesis grows a pooled vector by moving its contents out and giving the old buffer
-//! back; a [`Witness`](super::Witness) gives its buffers back when it is dropped; the pool
+//! back; a [`Witness`](crate::Witness) gives its buffers back when it is dropped; the pool
 //! unpins before it frees.
 
 use std::cell::RefCell;
@@ -185,7 +185,7 @@ impl ScalarPool {
             }
         }
         let bytes = bytes_of(&v) as u64;
-        crate::reaper::drop_later_counted(v, bytes);
+        super::reaper::drop_later_counted(v, bytes);
     }
 
     /// True when `buf` lies inside a buffer this pool pinned (so a DMA from it is safe and fast).

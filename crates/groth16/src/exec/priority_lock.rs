@@ -2,7 +2,7 @@
 //! partition), so that a WinningPoSt partition waits for at most the partition on the device
 //! when it arrives, not for every PoRep partition queued at the lock before it.
 
-use crate::urgency::{Ranked, RankedWaiters, Urgency};
+use super::urgency::{Ranked, RankedWaiters, Urgency};
 
 /// Mutual exclusion by urgency: when the holder lets go, the most urgent waiter goes next
 /// (among equals, whichever the scheduler wakes first, as with a `Mutex`). Nothing preempts
