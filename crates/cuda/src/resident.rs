@@ -17,6 +17,7 @@
 use std::sync::{Arc, MutexGuard};
 use std::time::{Duration, Instant};
 
+use zkforge_groth16::exec::eviction::{least_recently_used, Evictable};
 use zkforge_groth16::exec::urgency::{Ranked, RankedWaiters, Ticket, Urgency};
 
 use crate::vram::{VramBudget, VramReservation};
@@ -54,6 +55,14 @@ struct Item<I, T> {
     users: Vec<Urgency>,
     last_used: u64,
     _vram: VramReservation,
+}
+
+/// Idle when loaded and held by no partition.
+impl<I, T> Evictable for Item<I, T> {
+    type Stamp = u64;
+    fn idle_since(&self) -> Option<u64> {
+        (self.users.is_empty() && matches!(self.value, Value::Ready(_))).then_some(self.last_used)
+    }
 }
 
 impl<I, T> Item<I, T> {
@@ -263,13 +272,7 @@ impl<I: Clone + PartialEq + std::fmt::Debug, T> ResidentSet<I, T> {
             if !evict {
                 return None;
             }
-            let idle = st
-                .items
-                .iter()
-                .enumerate()
-                .filter(|(_, i)| i.users.is_empty() && matches!(i.value, Value::Ready(_)))
-                .min_by_key(|(_, i)| i.last_used)
-                .map(|(k, _)| k)?;
+            let idle = least_recently_used(st.items.iter().enumerate())?;
             let evicted = st.items.remove(idle);
             tracing::info!(item = ?evicted.id, "evicted from the device for room");
         }

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use zkforge_circuits::{cached_matrices, ParamsId, PartitionedCircuit};
+use zkforge_groth16::exec::eviction::{least_recently_used, Evictable};
 use zkforge_groth16::prover::placement::KeyPlacement;
 use zkforge_groth16::{
     ConstraintMatrices, EvaluationSite, G1Affine, LoadedKey, PartitionPlan, ProverBackend, Urgency,
@@ -48,6 +49,17 @@ enum Slot {
         key: Arc<Resident>,
         last_used: Instant,
     },
+}
+
+/// Idle when no job holds the set (the store's own reference is the only one).
+impl Evictable for Slot {
+    type Stamp = Instant;
+    fn idle_since(&self) -> Option<Instant> {
+        match self {
+            Slot::Ready { key, last_used } if Arc::strong_count(key) == 1 => Some(*last_used),
+            _ => None,
+        }
+    }
 }
 
 /// A loaded parameter set, as status reports it.
@@ -345,16 +357,7 @@ impl SrsStore {
 
     fn evict_least_recently_used(&self) -> bool {
         let mut slots = self.lock();
-        let victim = slots
-            .iter()
-            .filter_map(|(id, s)| match s {
-                Slot::Ready { key, last_used } if Arc::strong_count(key) == 1 => {
-                    Some((*last_used, id.clone()))
-                }
-                _ => None,
-            })
-            .min()
-            .map(|(_, id)| id);
+        let victim = least_recently_used(slots.iter()).cloned();
         match victim {
             Some(id) => {
                 tracing::info!(circuit = %id.circuit_id(), "evicting unused parameters for room");

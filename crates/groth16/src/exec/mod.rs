@@ -4,6 +4,8 @@
 //!
 //! - [`pool`]: [`ScalarPool`], reusable witness buffers page-locked by a [`HostPinner`], and
 //!   the pool installed on a synthesis thread ([`pool::with_pool`]);
+//! - [`eviction`]: which resident item makes room first (least recently used, idle), for the
+//!   host's parameter sets and the device's keys alike;
 //! - [`reaper`]: large buffers freed on one background thread, counted until they are gone;
 //! - [`urgency`]: [`Urgency`] and [`urgency::RankedWaiters`], the one place waiters are ranked;
 //! - `priority_lock.rs`: [`PriorityLock`], a device's exclusive region, most urgent first;
@@ -13,6 +15,7 @@
 //! Nothing here depends on the math modules (the pool holds `Scalar`s, nothing more).
 
 pub(crate) mod bulk_read;
+pub mod eviction;
 pub mod pool;
 mod priority_lock;
 pub mod reaper;
