@@ -71,20 +71,26 @@ struct Worker {
 #[derive(Serialize)]
 struct Latency<'a> {
     kind: Kind,
-    measure: MeasureName<'a>,
+    measure: MeasureName,
     histogram: Histogram<'a>,
 }
 
-/// What a histogram times: a name, or `{"gpu_phase": phase}`, `{"job": outcome}`.
-#[derive(Serialize)]
-#[serde(rename_all = "snake_case")]
-enum MeasureName<'a> {
-    QueueWait,
-    ParamsLoad,
-    Synthesis,
-    GpuPhase(&'a str),
-    Prove,
-    Job(&'a str),
+/// What a histogram times, as serde writes an enum: a name (`"queue_wait"`), or
+/// `{"gpu_phase": phase}`, `{"job": outcome}`.
+struct MeasureName(Measure);
+
+impl Serialize for MeasureName {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        const ENUM: &str = "Measure";
+        match self.0 {
+            Measure::QueueWait => s.serialize_unit_variant(ENUM, 0, "queue_wait"),
+            Measure::ParamsLoad => s.serialize_unit_variant(ENUM, 1, "params_load"),
+            Measure::Synthesis => s.serialize_unit_variant(ENUM, 2, "synthesis"),
+            Measure::GpuPhase(phase) => s.serialize_newtype_variant(ENUM, 3, "gpu_phase", phase),
+            Measure::Prove => s.serialize_unit_variant(ENUM, 4, "prove"),
+            Measure::Job(outcome) => s.serialize_newtype_variant(ENUM, 5, "job", outcome),
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -140,17 +146,6 @@ fn stage(s: Stage) -> &'static str {
     }
 }
 
-fn measure(m: &Measure) -> MeasureName<'_> {
-    match *m {
-        Measure::QueueWait => MeasureName::QueueWait,
-        Measure::ParamsLoad => MeasureName::ParamsLoad,
-        Measure::Synthesis => MeasureName::Synthesis,
-        Measure::GpuPhase(phase) => MeasureName::GpuPhase(phase),
-        Measure::Prove => MeasureName::Prove,
-        Measure::Job(outcome) => MeasureName::Job(outcome),
-    }
-}
-
 fn tier(t: KeyTier) -> &'static str {
     match t {
         KeyTier::Device => "device",
@@ -192,7 +187,7 @@ impl<'a> From<&'a EngineStatus> for StatusBody<'a> {
                 .iter()
                 .map(|l| Latency {
                     kind: Kind(l.kind),
-                    measure: measure(&l.measure),
+                    measure: MeasureName(l.measure),
                     histogram: Histogram {
                         upper_bounds_secs: l.histogram.upper_bounds_secs,
                         cumulative_counts: &l.histogram.cumulative_counts,

@@ -21,6 +21,17 @@ async fn client(d: &TestDaemon) -> ProvingEngineClient<Channel> {
         .unwrap()
 }
 
+/// `Prove` with `submit`, which must fail: its FAILED answer and the code its header gives.
+async fn prove_failed(
+    c: &mut ProvingEngineClient<Channel>,
+    submit: pb::SubmitProofRequest,
+) -> (pb::AwaitProofResponse, Code) {
+    let prove = pb::ProveRequest {
+        submit: Some(submit),
+    };
+    failed(c.prove(prove).await.unwrap())
+}
+
 /// The FAILED answer of `Prove` and the code its header gives.
 fn failed(r: Response<pb::ProveResponse>) -> (pb::AwaitProofResponse, Code) {
     let code = r
@@ -51,10 +62,7 @@ async fn a_job_with_no_room_is_resource_exhausted_and_a_bad_request_invalid_argu
     })
     .await;
     let mut c = client(&d).await;
-    let prove = pb::ProveRequest {
-        submit: Some(sector.winning_post()),
-    };
-    let (answer, code) = failed(c.prove(prove).await.unwrap());
+    let (answer, code) = prove_failed(&mut c, sector.winning_post()).await;
     assert_eq!(code, Code::ResourceExhausted, "{}", answer.error_message);
     assert!(
         answer.error_message.contains("engine.memory_budget"),
@@ -114,10 +122,7 @@ async fn a_job_whose_parameters_are_missing_is_failed_precondition_with_its_mess
     })
     .await;
     let mut c = client(&d).await;
-    let prove = pb::ProveRequest {
-        submit: Some(sector.winning_post()),
-    };
-    let (answer, code) = failed(c.prove(prove).await.unwrap());
+    let (answer, code) = prove_failed(&mut c, sector.winning_post()).await;
     let msg = &answer.error_message;
     assert_eq!(code, Code::FailedPrecondition, "{msg}");
     assert!(msg.contains("missing parameters"), "{msg}");
