@@ -305,7 +305,8 @@ impl Engine {
     }
 
     /// Where the backend would put the set `id`'s key and partitions, before anything is
-    /// read but its lengths (see [`ProverBackend::place`]).
+    /// read but its lengths (see [`ProverBackend::place`]), the host budget applied as a load
+    /// applies it.
     pub fn placement(&self, id: &ParamsId) -> Result<KeyPlacement> {
         self.pipeline.srs.placement(id)
     }

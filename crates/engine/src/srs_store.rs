@@ -12,7 +12,8 @@ use zkforge_circuits::{cached_matrices, ParamsId, PartitionedCircuit};
 use zkforge_groth16::exec::eviction::{least_recently_used, Evictable};
 use zkforge_groth16::prover::placement::KeyPlacement;
 use zkforge_groth16::{
-    ConstraintMatrices, EvaluationSite, G1Affine, LoadedKey, PartitionPlan, ProverBackend, Urgency,
+    ConstraintMatrices, EvaluationSite, G1Affine, LoadedKey, PartitionPlan, ProverBackend,
+    QueryLengths, Urgency,
 };
 
 use crate::budget::{MemoryBudget, Reservation};
@@ -172,11 +173,48 @@ impl SrsStore {
     /// Where the backend would put the set `id`, from its key's lengths alone (the matrices
     /// not read yet): what the daemon prints at start. Its first load decides with the
     /// matrices, and logs that plan.
+    /// The host's budget has its say as in a load: a key too large to stage decoded beside its
+    /// matrices and a partition is shown read from its file.
     pub fn placement(&self, id: &ParamsId) -> Result<KeyPlacement> {
         let lengths = self.source.lengths(id)?;
-        self.backend
-            .place(&lengths, None)
+        let has_matrices = self.source.matrices_cache(id).is_some_and(|p| p.exists());
+        let sizes = self.host_sizes(&lengths, has_matrices);
+        self.place_within_host(&lengths, None, sizes.matrices, sizes.partition)
             .with_context(|| format!("parameters {}", id.circuit_id()))
+    }
+
+    /// What a set's load is sized with before anything is read: the matrices' estimate (0
+    /// without a recording to read or make) and one partition's host bytes.
+    fn host_sizes(&self, lengths: &QueryLengths, has_matrices: bool) -> HostSizes {
+        let matrices = if has_matrices {
+            (lengths.h as u64 + 1) * MATRIX_BYTES_PER_ROW_ESTIMATE
+        } else {
+            0
+        };
+        let site = EvaluationSite::choose(has_matrices, self.backend.as_ref());
+        HostSizes {
+            matrices,
+            partition: PartitionPlan::new(lengths, site).host_bytes(),
+        }
+    }
+
+    /// The backend's placement, with the key read from its file instead where a key the devices
+    /// stream from host memory would not fit the budget decoded, beside `matrix_bytes` of
+    /// matrices and a partition.
+    fn place_within_host(
+        &self,
+        lengths: &QueryLengths,
+        matrices: Option<&ConstraintMatrices>,
+        matrix_bytes: u64,
+        partition: u64,
+    ) -> Result<KeyPlacement> {
+        let p = self.backend.place(lengths, matrices)?;
+        let decoded = host_form(lengths, &p).1;
+        let total = self.budget.total();
+        Ok(match p.streaming_from_file() {
+            Some(f) if check_host_room(total, decoded, matrix_bytes, partition).is_err() => f,
+            _ => p,
+        })
     }
 
     /// Loads the set with all of its memory reserved at once: two loads each holding part of
@@ -195,37 +233,17 @@ impl SrsStore {
         urgency: Urgency,
     ) -> Result<Arc<Resident>> {
         let lengths = self.source.lengths(id)?;
-        let host_form = |p: &KeyPlacement| {
-            let form = if p.key_in_file {
-                // A key left in its file keeps only its verifying key's ic points on the host.
-                (lengths.ic * std::mem::size_of::<G1Affine>()) as u64
-            } else {
-                lengths.decoded_bytes() as u64
-            };
-            (form, form + p.host_overhead_bytes)
-        };
+        let host_form = |p: &KeyPlacement| host_form(&lengths, p);
         let cache = self.source.matrices_cache(id);
         let has_matrices = circuit.is_some() || cache.as_ref().is_some_and(|p| p.exists());
-        let mut matrix_bytes = if has_matrices {
-            (lengths.h as u64 + 1) * MATRIX_BYTES_PER_ROW_ESTIMATE
-        } else {
-            0
-        };
-        let site = EvaluationSite::choose(has_matrices, self.backend.as_ref());
-        let partition = PartitionPlan::new(&lengths, site).host_bytes();
+        let HostSizes {
+            matrices: mut matrix_bytes,
+            partition,
+        } = self.host_sizes(&lengths, has_matrices);
         let total = self.budget.total();
         // Errors name the set where they are reported (the job's failure, the preload's log).
-        // A key the devices stream from host memory is read from its file instead where its
-        // decoded form, the matrices and a partition would not fit the budget.
-        let place = |matrices: Option<&ConstraintMatrices>,
-                     matrix_bytes: u64|
-         -> Result<KeyPlacement> {
-            let p = self.backend.place(&lengths, matrices)?;
-            let decoded = host_form(&p).1;
-            Ok(match p.streaming_from_file() {
-                Some(f) if check_host_room(total, decoded, matrix_bytes, partition).is_err() => f,
-                _ => p,
-            })
+        let place = |matrices: Option<&ConstraintMatrices>, matrix_bytes: u64| {
+            self.place_within_host(&lengths, matrices, matrix_bytes, partition)
         };
         // A first answer from the lengths alone sizes the reservation; the matrices (a few
         // seconds' read) then give the placement the key is loaded with.
@@ -431,6 +449,26 @@ fn gib(bytes: u64) -> String {
 
 /// Refuses a parameter set that, with one of its partitions, could never fit the memory budget
 /// (it would wait for memory forever, or fail after its key was read).
+/// Host bytes a load is sized with before anything is read.
+struct HostSizes {
+    /// The recorded matrices' estimate.
+    matrices: u64,
+    /// One partition's witness buffers.
+    partition: u64,
+}
+
+/// The key's host form under placement `p`, and that with the placement's host overhead
+/// (staging, page-locked buffers).
+fn host_form(lengths: &QueryLengths, p: &KeyPlacement) -> (u64, u64) {
+    let form = if p.key_in_file {
+        // A key left in its file keeps only its verifying key's ic points on the host.
+        (lengths.ic * std::mem::size_of::<G1Affine>()) as u64
+    } else {
+        lengths.decoded_bytes() as u64
+    };
+    (form, form + p.host_overhead_bytes)
+}
+
 fn check_host_room(budget: u64, key: u64, matrices: u64, partition: u64) -> Result<()> {
     let needs = key + matrices + partition;
     if needs > budget {

@@ -434,22 +434,29 @@ fn a_streamed_key_whose_decoded_form_does_not_fit_is_read_from_its_file() {
             ..Default::default()
         };
         let e = Engine::start(config, backend, Box::new(source)).unwrap();
+        // What the daemon prints at start, before any load.
+        let shown = e.placement(&id).unwrap();
         let done = e.wait(submit(&e, job(10, 1)), Some(Duration::from_secs(60)));
         let outcome = done.unwrap().unwrap().outcome;
         let forms = forms.lock().unwrap().clone();
-        (outcome, forms, e.status())
+        (outcome, forms, e.status(), shown)
     };
-    // A backend that can read the streamed queries from the file is handed the key there.
-    let (outcome, forms, status) = run(Some(4096));
+    // A backend that can read the streamed queries from the file is handed the key there,
+    // and the start-up placement already says so.
+    let (outcome, forms, status, shown) = run(Some(4096));
     assert!(matches!(outcome, JobOutcome::Completed(_)), "{outcome:?}");
     assert_eq!(forms, vec![true], "loaded in its file");
+    assert!(
+        shown.key_in_file,
+        "the start-up placement keeps the key in host memory: {shown:?}"
+    );
     assert!(
         status.memory_peak_bytes <= budget,
         "{} > {budget}",
         status.memory_peak_bytes
     );
     // One that cannot is refused at once, with the numbers, before the key is read.
-    let (outcome, forms, _) = run(None);
+    let (outcome, forms, _, _) = run(None);
     match outcome {
         JobOutcome::Failed(f) => {
             assert!(f.message.contains("engine.memory_budget"), "{f}");

@@ -95,8 +95,8 @@ fn spawn_preload(
 const SECTOR_SIZES: [u64; 5] = [2 << 10, 8 << 20, 512 << 20, 32 << 30, 64 << 30];
 
 /// Logs, for every parameter set in `dir`, where the backend will put it (each device's
-/// plan from the key's lengths; the first load decides again with the matrices and logs
-/// that), and warns of a set no device here can prove: a provider sees at start what the
+/// plan from the key's lengths, the key read from its file where the host budget says a load
+/// would; the first load decides again with the matrices and logs that), and warns of a set no device here can prove: a provider sees at start what the
 /// card will do, not at the first job. On a thread of its own: reading a key's header from a
 /// stuck disk must not keep the daemon from serving.
 fn spawn_placement_log(engine: Arc<Engine>, dir: PathBuf) -> Result<()> {
