@@ -173,6 +173,7 @@ impl SrsStore {
     /// Where the backend would put the set `id`, from its key's lengths alone (the matrices
     /// not read yet): what the daemon prints at start. Its first load decides with the
     /// matrices, and logs that plan.
+    ///
     /// The host's budget has its say as in a load: a key too large to stage decoded beside its
     /// matrices and a partition is shown read from its file.
     pub fn placement(&self, id: &ParamsId) -> Result<KeyPlacement> {
@@ -233,7 +234,6 @@ impl SrsStore {
         urgency: Urgency,
     ) -> Result<Arc<Resident>> {
         let lengths = self.source.lengths(id)?;
-        let host_form = |p: &KeyPlacement| host_form(&lengths, p);
         let cache = self.source.matrices_cache(id);
         let has_matrices = circuit.is_some() || cache.as_ref().is_some_and(|p| p.exists());
         let HostSizes {
@@ -248,7 +248,7 @@ impl SrsStore {
         // A first answer from the lengths alone sizes the reservation; the matrices (a few
         // seconds' read) then give the placement the key is loaded with.
         let mut placement = place(None, matrix_bytes)?;
-        let mut key_bytes = host_form(&placement).1;
+        let mut key_bytes = host_form(&lengths, &placement).1;
         check_host_room(total, key_bytes, matrix_bytes, partition)?;
         loop {
             let mut reserved = self.make_room(urgency, key_bytes + matrix_bytes)?;
@@ -268,7 +268,7 @@ impl SrsStore {
             let key = self.source.load(id, placement.key_in_file)?;
             // A source may hand over a decoded key even when the file was preferred (one a
             // benchmark already holds): its bytes count all the same.
-            let (form, with_overhead) = host_form(&placement);
+            let (form, with_overhead) = host_form(&lengths, &placement);
             let (actual_key, actual_matrices) = (
                 (key.host_bytes() as u64).max(form) + (with_overhead - form),
                 matrices.as_ref().map_or(0, |m| m.heap_bytes() as u64),
@@ -447,8 +447,6 @@ fn gib(bytes: u64) -> String {
     format!("{:.2} GiB", bytes as f64 / (1u64 << 30) as f64)
 }
 
-/// Refuses a parameter set that, with one of its partitions, could never fit the memory budget
-/// (it would wait for memory forever, or fail after its key was read).
 /// Host bytes a load is sized with before anything is read.
 struct HostSizes {
     /// The recorded matrices' estimate.
@@ -469,6 +467,8 @@ fn host_form(lengths: &QueryLengths, p: &KeyPlacement) -> (u64, u64) {
     (form, form + p.host_overhead_bytes)
 }
 
+/// Refuses a parameter set that, with one of its partitions, could never fit the memory budget
+/// (it would wait for memory forever, or fail after its key was read).
 fn check_host_room(budget: u64, key: u64, matrices: u64, partition: u64) -> Result<()> {
     let needs = key + matrices + partition;
     if needs > budget {

@@ -1,6 +1,7 @@
 //! The `GET /status` body: the HTTP side's JSON contract, owned here and built from the
 //! engine's [`EngineStatus`], so that the engine's own status can change without changing what
-//! a scraper reads. Field names, order and shapes are pinned by this module's test.
+//! a scraper reads. Field names, order and shapes are pinned by this module's test; a proof
+//! kind is written by its display name ("porep", "window-post": `ProofKind`'s own form).
 
 use serde::{Serialize, Serializer};
 use zkforge_engine::{EngineStatus, KeyTier, Measure, Stage, WorkerId};
@@ -12,12 +13,12 @@ pub(crate) struct StatusBody<'a> {
     partitions: Vec<Partition>,
     workers: Vec<Worker>,
     /// `[kind, outcome ("completed", "failed", "cancelled"), jobs]`.
-    outcomes: Vec<(Kind, &'a str, u64)>,
+    outcomes: Vec<(ProofKind, &'a str, u64)>,
     latency: Vec<Latency<'a>>,
     device_busy_secs: &'a [f64],
     uptime_secs: f64,
     /// `[kind, counts]`.
-    queues: Vec<(Kind, Queue)>,
+    queues: Vec<(ProofKind, Queue)>,
     loaded_srs: Vec<Srs<'a>>,
     completed: u64,
     failed: u64,
@@ -33,16 +34,6 @@ pub(crate) struct StatusBody<'a> {
     pinned_memory_limit_bytes: u64,
 }
 
-/// A proof kind by its display name ("porep", "window-post"...).
-#[derive(Clone, Copy)]
-struct Kind(ProofKind);
-
-impl Serialize for Kind {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(&self.0)
-    }
-}
-
 /// A worker by its name ("synth-0", "prover-0-1", "synth-urgent").
 struct Name(WorkerId);
 
@@ -55,7 +46,7 @@ impl Serialize for Name {
 #[derive(Serialize)]
 struct Partition {
     job: u64,
-    kind: Kind,
+    kind: ProofKind,
     partition: usize,
     stage: &'static str,
     in_stage_ms: f64,
@@ -70,7 +61,7 @@ struct Worker {
 
 #[derive(Serialize)]
 struct Latency<'a> {
-    kind: Kind,
+    kind: ProofKind,
     measure: MeasureName,
     histogram: Histogram<'a>,
 }
@@ -133,7 +124,7 @@ struct Device<'a> {
     h2d_pinned_bytes_per_s: u64,
     h2d_pageable_bytes_per_s: u64,
     current_job: Option<u64>,
-    current_kind: Option<Kind>,
+    current_kind: Option<ProofKind>,
 }
 
 fn stage(s: Stage) -> &'static str {
@@ -162,7 +153,7 @@ impl<'a> From<&'a EngineStatus> for StatusBody<'a> {
                 .iter()
                 .map(|p| Partition {
                     job: p.job,
-                    kind: Kind(p.kind),
+                    kind: p.kind,
                     partition: p.partition,
                     stage: stage(p.stage),
                     in_stage_ms: p.in_stage_ms,
@@ -180,13 +171,13 @@ impl<'a> From<&'a EngineStatus> for StatusBody<'a> {
             outcomes: s
                 .outcomes
                 .iter()
-                .map(|&(kind, outcome, jobs)| (Kind(kind), outcome, jobs))
+                .map(|&(kind, outcome, jobs)| (kind, outcome, jobs))
                 .collect(),
             latency: s
                 .latency
                 .iter()
                 .map(|l| Latency {
-                    kind: Kind(l.kind),
+                    kind: l.kind,
                     measure: MeasureName(l.measure),
                     histogram: Histogram {
                         upper_bounds_secs: l.histogram.upper_bounds_secs,
@@ -208,7 +199,7 @@ impl<'a> From<&'a EngineStatus> for StatusBody<'a> {
                         jobs_queued: c.jobs_queued,
                         jobs_running: c.jobs_running,
                     };
-                    (Kind(*kind), queue)
+                    (*kind, queue)
                 })
                 .collect(),
             loaded_srs: s
@@ -246,7 +237,7 @@ impl<'a> From<&'a EngineStatus> for StatusBody<'a> {
                     h2d_pinned_bytes_per_s: d.info.h2d_pinned_bytes_per_s,
                     h2d_pageable_bytes_per_s: d.info.h2d_pageable_bytes_per_s,
                     current_job: d.current_job,
-                    current_kind: d.current_kind.map(Kind),
+                    current_kind: d.current_kind,
                 })
                 .collect(),
             pinned_memory_bytes: s.pinned_memory_bytes,
