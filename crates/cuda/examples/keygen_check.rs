@@ -142,7 +142,7 @@ fn main() -> Result<()> {
     std::fs::create_dir_all(&work)?;
     let seed: u64 = rand::random();
     let setup = Setup::random(&mut rand_chacha::ChaCha20Rng::seed_from_u64(seed));
-    let gpu = || -> Result<CudaFixedBase> { Ok(CudaFixedBase::new(CudaDevice::open(0)?)) };
+    let gpu = || -> Result<CudaFixedBase> { Ok(CudaFixedBase::new(CudaDevice::open(0)?)?) };
 
     let m = registry::matrices(ProofKind::PoRep, 2048)?;
     let (a, b) = (

@@ -1,16 +1,17 @@
-//! Key generation's fixed-base products on the GPU: window tables made on the host, one
-//! thread per point, the file encoding written by the kernel, and the next run computing
-//! while the host hands the last one to the file.
+//! Key generation's fixed-base products on the GPU: the kernels (`keygen_fixed_base_g1`,
+//! `_g2` in `kernels/keygen/fixed_base.cuh`), window tables made on the host, one thread per
+//! point, the file encoding written by the kernel, and the next run computing while the host
+//! hands the last one to the file.
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
-use cudarc::driver::{result, CudaSlice, DevicePtr, PushKernelArg};
+use cudarc::driver::{result, CudaFunction, CudaSlice, DevicePtr, PushKernelArg};
 use group::{prime::PrimeCurveAffine, Curve, Group};
 use zkforge_groth16::generator::{FixedBaseBackend, PointSink};
 
-use crate::device::{grid, CudaDevice};
+use crate::context::{grid, Core};
 use crate::host::{g1_affine_as_u64, g2_affine_as_u64, scalars_as_u64};
 use crate::pinned::PinnedBuffer;
-use crate::CudaError;
+use crate::{CudaDevice, CudaError};
 
 /// Must match KEYGEN_WINDOW in kernels/keygen/fixed_base.cuh.
 const WINDOW: usize = 8;
@@ -23,7 +24,7 @@ trait KeygenCurve: Group<Scalar = Scalar> + Curve + Copy {
     /// u32 words of one encoded point.
     const WORDS: usize;
     fn limbs(table: &[Self::AffineRepr]) -> &[u64];
-    fn kernel(d: &CudaDevice) -> &cudarc::driver::CudaFunction;
+    fn kernel(b: &CudaFixedBase) -> &CudaFunction;
 }
 
 impl KeygenCurve for G1Projective {
@@ -31,8 +32,8 @@ impl KeygenCurve for G1Projective {
     fn limbs(table: &[G1Affine]) -> &[u64] {
         g1_affine_as_u64(table)
     }
-    fn kernel(d: &CudaDevice) -> &cudarc::driver::CudaFunction {
-        &d.k.keygen_g1
+    fn kernel(b: &CudaFixedBase) -> &CudaFunction {
+        &b.g1
     }
 }
 
@@ -41,8 +42,8 @@ impl KeygenCurve for G2Projective {
     fn limbs(table: &[G2Affine]) -> &[u64] {
         g2_affine_as_u64(table)
     }
-    fn kernel(d: &CudaDevice) -> &cudarc::driver::CudaFunction {
-        &d.k.keygen_g2
+    fn kernel(b: &CudaFixedBase) -> &CudaFunction {
+        &b.g2
     }
 }
 
@@ -68,14 +69,22 @@ where
     table
 }
 
-/// Fixed-base products on one GPU.
+/// Fixed-base products on one GPU: its stream and the two kernels.
 pub struct CudaFixedBase {
-    dev: CudaDevice,
+    core: Core,
+    g1: CudaFunction,
+    g2: CudaFunction,
 }
 
 impl CudaFixedBase {
-    pub fn new(dev: CudaDevice) -> Self {
-        Self { dev }
+    /// Takes `dev`'s stream and loads the kernels from its module.
+    pub fn new(dev: CudaDevice) -> Result<Self, CudaError> {
+        let core = dev.core;
+        Ok(Self {
+            g1: core.function("keygen_fixed_base_g1")?,
+            g2: core.function("keygen_fixed_base_g2")?,
+            core,
+        })
     }
 
     fn run<C: KeygenCurve>(
@@ -90,7 +99,7 @@ impl CudaFixedBase {
         if scalars.is_empty() {
             return Ok(());
         }
-        let d = &self.dev;
+        let d = &self.core;
         cu(d.ctx.bind_to_thread())?;
         let table = cu(d.stream.clone_htod(C::limbs(&window_table(base))))?;
         // Buffers sized to the work, so small keys do not pin gigabytes.
@@ -98,7 +107,7 @@ impl CudaFixedBase {
         let mut slots = cu(Slots::new(d, run, C::WORDS))?;
         let runs: Vec<&[Scalar]> = scalars.chunks(run).collect();
         let mut done = Vec::with_capacity(runs.len());
-        let kernel = C::kernel(d);
+        let kernel = C::kernel(self);
         done.push(cu(slots.submit(d, kernel, &table, 0, runs[0], C::WORDS))?);
         for k in 0..runs.len() {
             if k + 1 < runs.len() {
@@ -123,7 +132,7 @@ struct Slots {
 }
 
 impl Slots {
-    fn new(d: &CudaDevice, run: usize, words: usize) -> Result<Self, CudaError> {
+    fn new(d: &Core, run: usize, words: usize) -> Result<Self, CudaError> {
         // SAFETY: every element read is written first, by a copy or the kernel.
         let scalars = || unsafe { d.stream.alloc::<u64>(run * 4) };
         let out = || unsafe { d.stream.alloc::<u32>(run * words) };
@@ -139,8 +148,8 @@ impl Slots {
     /// buffer; returns the event that marks the copy done.
     fn submit(
         &mut self,
-        d: &CudaDevice,
-        kernel: &cudarc::driver::CudaFunction,
+        d: &Core,
+        kernel: &CudaFunction,
         table: &CudaSlice<u64>,
         slot: usize,
         run: &[Scalar],

@@ -12,6 +12,10 @@ mod vram;
 #[cfg(feature = "cuda")]
 mod backend;
 #[cfg(feature = "cuda")]
+mod context;
+#[cfg(feature = "cuda")]
+mod decode;
+#[cfg(feature = "cuda")]
 mod device;
 #[cfg(feature = "cuda")]
 mod keygen;
@@ -26,6 +30,8 @@ mod pinned;
 #[cfg(feature = "cuda")]
 mod readback;
 #[cfg(feature = "cuda")]
+mod scan;
+#[cfg(feature = "cuda")]
 mod spmv;
 #[cfg(feature = "cuda")]
 mod staging;
@@ -35,7 +41,9 @@ mod stub;
 #[cfg(feature = "cuda")]
 pub use backend::{partition_footprint, CudaBackend};
 #[cfg(feature = "cuda")]
-pub use device::{CudaDevice, DeviceBasesG1, DeviceBasesG2, DeviceScalars};
+pub use context::{DeviceBasesG1, DeviceBasesG2, DeviceScalars};
+#[cfg(feature = "cuda")]
+pub use device::CudaDevice;
 pub use error::CudaError;
 #[cfg(feature = "cuda")]
 pub use keygen::CudaFixedBase;

@@ -1,18 +1,20 @@
-//! Host side of the Pippenger MSM: the launches of one MSM, batch by batch of windows, and the
-//! final Horner sum; how it is cut is `plan`, its optional phase timings `profile`.
+//! The MSM object: its kernels (`kernels/msm/`: scalar conversion and classification, the
+//! bucket sort, and each curve's accumulation and reductions), its options, and the host side
+//! of Pippenger's method: the launches of one MSM, batch by batch of windows, and the final
+//! Horner sum; how it is cut is `plan`, its optional phase timings `profile`. The prefix sum
+//! it shares with density compaction is scan.rs.
 
 mod plan;
 mod profile;
 
 pub(crate) use plan::scratch_bytes;
 
-use crate::device::{
-    grid, single_block, CudaDevice, DeviceBasesG1, DeviceBasesG2, DeviceScalars, MsmKernels,
-};
+use crate::context::{grid, Core, DeviceScalars};
 use crate::host::{g1_from_xyzz, g2_from_xyzz, scalars_as_u64, Accumulate, MsmOptions};
-use crate::CudaError;
+use crate::scan::Scan;
+use crate::{CudaError, CudaOptions};
 use blstrs::{G1Projective, G2Projective, Scalar};
-use cudarc::driver::{CudaFunction, CudaSlice, CudaView, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaSlice, CudaView, DriverError, LaunchConfig, PushKernelArg};
 use group::Group;
 use plan::{
     affine_chunk_len, affine_launch, affine_state_bytes, chunk_len, max_heads, ones_launch,
@@ -20,8 +22,6 @@ use plan::{
 };
 use profile::Profile;
 
-/// Entries per tile of the prefix sum (ZKF_SCAN_TILE in kernels/msm/scalars.cuh).
-const SCAN_TILE: u32 = 8192;
 /// Partials one block sums per level of the tree that turns segments into window sums.
 const REDUCE_GROUP: u32 = 256;
 /// Fewest slots for which `Accumulate::Auto` takes batch-affine (each step's inversion is shared
@@ -31,6 +31,50 @@ const REDUCE_GROUP: u32 = 256;
 /// (4 slots) 23.8 → 36.4; a cost of a + b/slots through the last two breaks even at ~11. With
 /// chunks shortened for 64 slots (step 9) B_G1 gets 13 and takes it: 38.3 → 36.9 ms in all.
 const AFFINE_MIN_SLOTS: u64 = 12;
+
+/// Multi-scalar multiplications on one GPU: the kernels, and how the calls that take no
+/// options are cut (the backend's `[gpu]` settings; a fork of a handle keeps them).
+#[derive(Clone)]
+pub(crate) struct Msm {
+    g1: CurveKernels,
+    g2: CurveKernels,
+    fr_from_mont: CudaFunction,
+    classify: CudaFunction,
+    hist: CudaFunction,
+    scatter: CudaFunction,
+    max_count: CudaFunction,
+    list_ones: CudaFunction,
+    scan: Scan,
+    /// The cut of the MSMs that take no options.
+    pub options: MsmOptions,
+    /// Bases per chunk of a streamed MSM.
+    pub stream_chunk: usize,
+}
+
+/// One curve's kernels (`msm_*_g1`, `msm_*_g2`).
+#[derive(Clone)]
+pub(crate) struct CurveKernels {
+    accumulate: CudaFunction,
+    accumulate_affine: CudaFunction,
+    fold_heads: CudaFunction,
+    bucket_reduce: CudaFunction,
+    reduce_groups: CudaFunction,
+    sum_ones: CudaFunction,
+}
+
+impl CurveKernels {
+    fn load(core: &Core, g: &str) -> Result<Self, DriverError> {
+        let f = |name: &str| core.function(&format!("msm_{name}_{g}"));
+        Ok(CurveKernels {
+            accumulate: f("accumulate")?,
+            accumulate_affine: f("accumulate_affine")?,
+            fold_heads: f("fold_heads")?,
+            bucket_reduce: f("bucket_reduce")?,
+            reduce_groups: f("reduce_groups")?,
+            sum_ones: f("sum_ones")?,
+        })
+    }
+}
 
 pub(crate) trait Curve {
     type Proj: Group + Copy;
@@ -48,7 +92,7 @@ pub(crate) trait Curve {
             shared_mem_bytes: Self::REDUCE_THREADS * Self::XYZZ_LIMBS as u32 * 8,
         }
     }
-    fn kernels(d: &CudaDevice) -> &MsmKernels;
+    fn kernels(m: &Msm) -> &CurveKernels;
     fn from_xyzz(l: &[u64]) -> Self::Proj;
 }
 
@@ -60,8 +104,8 @@ impl Curve for G1 {
     const AFFINE: bool = true;
     const XYZZ_LIMBS: usize = 24;
     const REDUCE_THREADS: u32 = 128;
-    fn kernels(d: &CudaDevice) -> &MsmKernels {
-        &d.k.g1
+    fn kernels(m: &Msm) -> &CurveKernels {
+        &m.g1
     }
     fn from_xyzz(l: &[u64]) -> G1Projective {
         g1_from_xyzz(l)
@@ -75,48 +119,50 @@ impl Curve for G2 {
     const AFFINE: bool = false;
     const XYZZ_LIMBS: usize = 48;
     const REDUCE_THREADS: u32 = 64;
-    fn kernels(d: &CudaDevice) -> &MsmKernels {
-        &d.k.g2
+    fn kernels(m: &Msm) -> &CurveKernels {
+        &m.g2
     }
     fn from_xyzz(l: &[u64]) -> G2Projective {
         g2_from_xyzz(l)
     }
 }
 
-impl CudaDevice {
-    /// Exclusive prefix sum of `n` counts into `out[0..=n]` (`out` at least n + 1 long).
-    pub(crate) fn scan_exclusive(&self, counts: u64, out: u64, n: u32) -> Result<(), CudaError> {
-        let st = &self.stream;
-        let tiles = n.div_ceil(SCAN_TILE).max(1);
-        let mut sums = st.alloc_zeros::<u32>(tiles as usize)?;
-        let mut offs = st.alloc_zeros::<u32>(tiles as usize + 1)?;
-        let mut b = st.launch_builder(&self.k.scan_tiles);
-        b.arg(&counts).arg(&out).arg(&n).arg(&mut sums);
-        unsafe { b.launch(crate::device::blocks(tiles, 1024)) }?;
-        let mut b = st.launch_builder(&self.k.scan_u32);
-        b.arg(&sums).arg(&mut offs).arg(&tiles);
-        unsafe { b.launch(single_block(1024)) }?;
-        let mut b = st.launch_builder(&self.k.scan_add);
-        b.arg(&out).arg(&n).arg(&offs);
-        unsafe { b.launch(grid(n as u64 + 1, 256)) }?;
-        Ok(())
+impl Msm {
+    /// The kernels of `core`'s module, cut as `CudaOptions::default()` says.
+    pub fn load(core: &Core, scan: Scan) -> Result<Self, DriverError> {
+        Ok(Msm {
+            g1: CurveKernels::load(core, "g1")?,
+            g2: CurveKernels::load(core, "g2")?,
+            fr_from_mont: core.function("fr_from_mont")?,
+            classify: core.function("msm_classify")?,
+            hist: core.function("msm_hist")?,
+            scatter: core.function("msm_scatter")?,
+            max_count: core.function("msm_max_count")?,
+            list_ones: core.function("msm_list_ones")?,
+            scan,
+            options: MsmOptions::default(),
+            stream_chunk: CudaOptions::default().stream_chunk,
+        })
     }
 
     /// Σ scalars[i]·bases[i] over the first `n` scalars (Montgomery form) of `scalars` and
-    /// points (`C`'s affine layout) of `bases`, cut as this handle says. Views, so that a
+    /// points (`C`'s affine layout) of `bases`, cut as `options` says. Views, so that a
     /// streamed or phased MSM runs on a chunk of a larger buffer in place.
-    pub(crate) fn msm_core<C: Curve>(
+    pub fn run<C: Curve>(
         &self,
+        core: &Core,
         bases: &CudaView<'_, u64>,
         nbases: usize,
         scalars: &CudaView<'_, u64>,
         n: usize,
     ) -> Result<C::Proj, CudaError> {
-        self.msm_core_with::<C>(bases, nbases, scalars, n, &self.msm)
+        self.run_with::<C>(core, bases, nbases, scalars, n, &self.options)
     }
 
-    pub(crate) fn msm_core_with<C: Curve>(
+    /// As [`run`](Self::run), cut as `opts` says.
+    pub fn run_with<C: Curve>(
         &self,
+        core: &Core,
         bases: &CudaView<'_, u64>,
         nbases: usize,
         scalars: &CudaView<'_, u64>,
@@ -132,25 +178,25 @@ impl CudaDevice {
             return Ok(C::Proj::identity());
         }
         let ker = C::kernels(self);
-        let st = &self.stream;
-        let mut prof = Profile::new(self, opts.profile);
+        let st = &core.stream;
+        let mut prof = Profile::new(core, opts.profile);
         let n64 = n as u64;
         let xl = C::XYZZ_LIMBS;
 
         let mut sc = unsafe { st.alloc::<u64>(n * 4) }?;
         {
-            let mut b = st.launch_builder(&self.k.fr_from_mont);
+            let mut b = st.launch_builder(&self.fr_from_mont);
             b.arg(scalars).arg(&mut sc).arg(&n64);
             unsafe { b.launch(grid(n64, 256)) }?;
         }
         let mut cnt = st.alloc_zeros::<u32>(2)?;
         {
-            let mut b = st.launch_builder(&self.k.msm_classify);
+            let mut b = st.launch_builder(&self.classify);
             b.arg(&sc).arg(&n64).arg(&mut cnt);
             unsafe { b.launch(grid(n64, 256)) }?;
         }
         prof.mark("convert+classify")?;
-        let cnt = self.read_back(&cnt, 2)?;
+        let cnt = core.read_back(&cnt, 2)?;
         let (tail, ones) = (cnt[0] as u64, cnt[1] as u64);
 
         let mut acc = C::Proj::identity();
@@ -166,7 +212,7 @@ impl CudaDevice {
 
             // Every window's bucket sizes in one pass over the scalars.
             let mut counts = st.alloc_zeros::<u32>((nwin as usize) << cb)?;
-            let mut b = st.launch_builder(&self.k.msm_hist);
+            let mut b = st.launch_builder(&self.hist);
             let w0 = 0u32;
             b.arg(&sc)
                 .arg(&n64)
@@ -196,7 +242,7 @@ impl CudaDevice {
             };
             let forced = opts.accumulate == Accumulate::Affine;
             let resident = if affine {
-                self.resident_threads(&ker.accumulate_affine, AFFINE_BLOCK)?
+                resident_threads(core, &ker.accumulate_affine, AFFINE_BLOCK)?
             } else {
                 0
             };
@@ -225,12 +271,13 @@ impl CudaDevice {
             while w0 < nwin {
                 let wcur = wb.min(nwin - w0);
                 let nbc = wcur << cb;
-                let counts_at = self.ptr32(&counts) + 4 * ((w0 as u64) << cb);
-                self.scan_exclusive(counts_at, self.ptr32(&offs), nbc)?;
+                let counts_at = core.ptr32(&counts) + 4 * ((w0 as u64) << cb);
+                self.scan
+                    .exclusive(core, counts_at, core.ptr32(&offs), nbc)?;
                 st.memcpy_dtod(&offs, &mut cursor)?;
                 prof.mark("scan")?;
                 {
-                    let mut b = st.launch_builder(&self.k.msm_scatter);
+                    let mut b = st.launch_builder(&self.scatter);
                     b.arg(&sc)
                         .arg(&n64)
                         .arg(&c)
@@ -244,10 +291,10 @@ impl CudaDevice {
                 }
                 prof.mark("scatter")?;
                 st.memset_zeros(&mut maxc)?;
-                let mut b = st.launch_builder(&self.k.msm_max_count);
+                let mut b = st.launch_builder(&self.max_count);
                 b.arg(&offs).arg(&nbc).arg(&mut maxc);
                 unsafe { b.launch(grid(nbc as u64, 256)) }?;
-                let fullest = self.read_back(&maxc, 1)?[0];
+                let fullest = core.read_back(&maxc, 1)?[0];
                 let entries = tail * wcur as u64;
                 let (ka, slots, threads) = affine_cut(entries, fullest);
                 let state = state
@@ -314,7 +361,7 @@ impl CudaDevice {
                 }
                 prof.mark("window_sum")?;
                 let wins = if rest > 1 { &partials } else { &partials2 };
-                let host = self.read_back(wins, wcur as usize * xl)?;
+                let host = core.read_back(wins, wcur as usize * xl)?;
                 for w in 0..wcur as usize {
                     sums.push(C::from_xyzz(&host[w * xl..(w + 1) * xl]));
                 }
@@ -328,44 +375,33 @@ impl CudaDevice {
             }
         }
         if ones > 0 {
-            acc += self.sum_ones::<C>(bases, &sc, n64, ones)?;
+            acc += self.sum_ones::<C>(core, bases, &sc, n64, ones)?;
             prof.mark("ones")?;
         }
         prof.report(&format!("n={n} tail={tail} ones={ones}"));
         Ok(acc)
     }
 
-    /// Threads of `kernel` in blocks of `block` the GPU runs at once: batch-affine and the
-    /// sum of the ones launch one wave of them.
-    fn resident_threads(&self, kernel: &CudaFunction, block: u64) -> Result<u64, CudaError> {
-        use cudarc::driver::sys::CUdevice_attribute as A;
-        let sms = self
-            .ctx
-            .attribute(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
-        let per_sm =
-            kernel.occupancy_max_active_blocks_per_multiprocessor(block as u32, 0, None)?;
-        Ok(sms.max(1) as u64 * per_sm.max(1) as u64 * block)
-    }
-
     /// Σ bases[i] over the `ones` scalars of `sc` equal to 1: their indices listed, the list
     /// summed by one wave of threads (a partial each), the partials added up in groups.
     fn sum_ones<C: Curve>(
         &self,
+        core: &Core,
         bases: &CudaView<'_, u64>,
         sc: &CudaSlice<u64>,
         n: u64,
         ones: u64,
     ) -> Result<C::Proj, CudaError> {
         let ker = C::kernels(self);
-        let st = &self.stream;
+        let st = &core.stream;
         let xl = C::XYZZ_LIMBS;
         let mut list = unsafe { st.alloc::<u32>(ones as usize) }?;
         let mut listed = st.alloc_zeros::<u32>(1)?;
-        let mut b = st.launch_builder(&self.k.msm_list_ones);
+        let mut b = st.launch_builder(&self.list_ones);
         b.arg(sc).arg(&n).arg(&mut list).arg(&mut listed);
         unsafe { b.launch(grid(n, 256)) }?;
 
-        let resident = self.resident_threads(&ker.sum_ones, ONES_BLOCK)?;
+        let resident = resident_threads(core, &ker.sum_ones, ONES_BLOCK)?;
         let (threads, groups) = ones_launch(ones, resident);
         let mut partials = unsafe { st.alloc::<u64>(threads as usize * xl) }?;
         let count = ones as u32;
@@ -382,14 +418,15 @@ impl CudaDevice {
         let mut b = st.launch_builder(&ker.reduce_groups);
         b.arg(&sums).arg(&groups).arg(&mut out);
         unsafe { b.launch(C::reduce_launch(1)) }?;
-        Ok(C::from_xyzz(&self.read_back(&out, xl)?))
+        Ok(C::from_xyzz(&core.read_back(&out, xl)?))
     }
 
     /// Σ scalars[i]·bases[i] over the first `scalars.len()` of `bases` (`C`'s affine layout,
     /// resident), as MSMs of at most `chunk` points whose sums are added on the host: the
     /// phased order's MSMs over resident bases, whose scratch is then a chunk's.
-    pub(crate) fn msm_chunked<C: Curve>(
+    pub fn chunked<C: Curve>(
         &self,
+        core: &Core,
         bases: &CudaSlice<u64>,
         limbs: usize,
         scalars: &DeviceScalars,
@@ -405,7 +442,8 @@ impl CudaDevice {
         let mut acc = C::Proj::identity();
         for start in (0..n).step_by(chunk.max(1)) {
             let len = chunk.max(1).min(n - start);
-            acc += self.msm_core::<C>(
+            acc += self.run::<C>(
+                core,
                 &bases.slice(start * limbs..(start + len) * limbs),
                 len,
                 &scalars.buf.slice(start * 4..(start + len) * 4),
@@ -415,123 +453,35 @@ impl CudaDevice {
         Ok(acc)
     }
 
-    /// As [`msm_g1_resident`](Self::msm_g1_resident), in MSMs of at most `chunk` points
-    /// (benchmarks compare chunk sizes; the product calls it through the phased order).
-    pub fn msm_g1_resident_chunked(
+    /// Σ scalars[i]·bases[i] over the first `scalars.len()` of `nbases` resident bases,
+    /// the scalars copied from the host first.
+    pub fn run_from_host<C: Curve>(
         &self,
-        bases: &DeviceBasesG1,
-        scalars: &DeviceScalars,
-        chunk: usize,
-    ) -> Result<G1Projective, CudaError> {
-        self.msm_chunked::<G1>(&bases.buf, 12, scalars, chunk)
-    }
-
-    /// As [`msm_g2_resident`](Self::msm_g2_resident), in MSMs of at most `chunk` points.
-    pub fn msm_g2_resident_chunked(
-        &self,
-        bases: &DeviceBasesG2,
-        scalars: &DeviceScalars,
-        chunk: usize,
-    ) -> Result<G2Projective, CudaError> {
-        self.msm_chunked::<G2>(&bases.buf, 24, scalars, chunk)
-    }
-
-    /// Σ scalars[i]·bases[i] over the first scalars.len() resident G1 bases, cut as this
-    /// handle says (the backend's `[gpu]` MSM settings; the default cut on its own).
-    pub fn msm_g1(
-        &self,
-        bases: &DeviceBasesG1,
-        scalars: &[Scalar],
-    ) -> Result<G1Projective, CudaError> {
-        self.msm_g1_with(bases, scalars, &self.msm)
-    }
-
-    /// As msm_g1, cut as `opts` says (benchmarks and checks compare variants).
-    pub fn msm_g1_with(
-        &self,
-        bases: &DeviceBasesG1,
+        core: &Core,
+        bases: &CudaSlice<u64>,
+        nbases: usize,
         scalars: &[Scalar],
         opts: &MsmOptions,
-    ) -> Result<G1Projective, CudaError> {
-        let s = self.stream.clone_htod(scalars_as_u64(scalars))?;
-        self.msm_core_with::<G1>(
-            &bases.buf.as_view(),
-            bases.len,
+    ) -> Result<C::Proj, CudaError> {
+        let s = core.stream.clone_htod(scalars_as_u64(scalars))?;
+        self.run_with::<C>(
+            core,
+            &bases.as_view(),
+            nbases,
             &s.as_view(),
             scalars.len(),
             opts,
         )
     }
+}
 
-    /// Σ scalars[i]·bases[i] over the first scalars.len() resident G2 bases.
-    pub fn msm_g2(
-        &self,
-        bases: &DeviceBasesG2,
-        scalars: &[Scalar],
-    ) -> Result<G2Projective, CudaError> {
-        self.msm_g2_with(bases, scalars, &self.msm)
-    }
-
-    pub fn msm_g2_with(
-        &self,
-        bases: &DeviceBasesG2,
-        scalars: &[Scalar],
-        opts: &MsmOptions,
-    ) -> Result<G2Projective, CudaError> {
-        let s = self.stream.clone_htod(scalars_as_u64(scalars))?;
-        self.msm_core_with::<G2>(
-            &bases.buf.as_view(),
-            bases.len,
-            &s.as_view(),
-            scalars.len(),
-            opts,
-        )
-    }
-
-    /// As msm_g1, with scalars already on the device (e.g. the h coefficients).
-    pub fn msm_g1_resident(
-        &self,
-        bases: &DeviceBasesG1,
-        scalars: &DeviceScalars,
-    ) -> Result<G1Projective, CudaError> {
-        self.msm_g1_resident_with(bases, scalars, &self.msm)
-    }
-
-    pub fn msm_g1_resident_with(
-        &self,
-        bases: &DeviceBasesG1,
-        scalars: &DeviceScalars,
-        opts: &MsmOptions,
-    ) -> Result<G1Projective, CudaError> {
-        self.msm_core_with::<G1>(
-            &bases.buf.as_view(),
-            bases.len,
-            &scalars.buf.as_view(),
-            scalars.len,
-            opts,
-        )
-    }
-
-    pub fn msm_g2_resident(
-        &self,
-        bases: &DeviceBasesG2,
-        scalars: &DeviceScalars,
-    ) -> Result<G2Projective, CudaError> {
-        self.msm_g2_resident_with(bases, scalars, &self.msm)
-    }
-
-    pub fn msm_g2_resident_with(
-        &self,
-        bases: &DeviceBasesG2,
-        scalars: &DeviceScalars,
-        opts: &MsmOptions,
-    ) -> Result<G2Projective, CudaError> {
-        self.msm_core_with::<G2>(
-            &bases.buf.as_view(),
-            bases.len,
-            &scalars.buf.as_view(),
-            scalars.len,
-            opts,
-        )
-    }
+/// Threads of `kernel` in blocks of `block` the GPU runs at once: batch-affine and the sum of
+/// the ones launch one wave of them.
+fn resident_threads(core: &Core, kernel: &CudaFunction, block: u64) -> Result<u64, CudaError> {
+    use cudarc::driver::sys::CUdevice_attribute as A;
+    let sms = core
+        .ctx
+        .attribute(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
+    let per_sm = kernel.occupancy_max_active_blocks_per_multiprocessor(block as u32, 0, None)?;
+    Ok(sms.max(1) as u64 * per_sm.max(1) as u64 * block)
 }

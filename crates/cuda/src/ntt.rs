@@ -1,10 +1,12 @@
-//! NTT and the Groth16 h step on the device.
+//! The NTT object: its kernels (`kernels/ntt/ntt.cuh`: the DIF and DIT passes, the bit
+//! reversal with its scaling; `kernels/poly/quotient.cuh`: the Groth16 h step's `h_combine`
+//! and `h_finish`) and its twiddle cache, shared by every handle on one GPU.
 
-use crate::device::{grid, lock, CudaDevice, DeviceScalars};
+use crate::context::{grid, lock, Core, DeviceScalars};
 use crate::host::{coset_z_inv, omega, pow_tables, scalars_as_u64, scalars_as_u64_mut, PowTables};
 use crate::{CudaError, NttDirection, MAX_LOG_N};
 use blstrs::Scalar;
-use cudarc::driver::{CudaSlice, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaSlice, DriverError, LaunchConfig, PushKernelArg};
 use ff::{Field, PrimeField};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -15,6 +17,18 @@ const MAX_PASS_BITS: u32 = 10;
 /// Stages a pass kernel runs in registers between trips through shared memory
 /// (`ZKF_NTT_RADIX_BITS` in kernels/ntt/ntt.cuh).
 const RADIX_BITS: u32 = 2;
+
+/// NTTs and the Groth16 h step on one GPU: the kernels and the tables they read. A fork of a
+/// handle clones it and so shares the tables.
+#[derive(Clone)]
+pub(crate) struct Ntt {
+    dif_pass: CudaFunction,
+    dit_pass: CudaFunction,
+    bitrev_scale: CudaFunction,
+    h_combine: CudaFunction,
+    h_finish: CudaFunction,
+    cache: Arc<NttCache>,
+}
 
 /// Power tables on the device (see `host::pow_tables`).
 pub(crate) struct DevTables {
@@ -27,7 +41,7 @@ pub(crate) struct DevTables {
 /// then queues its six NTTs without a single host round trip, so a busy host (synthesis on
 /// every core) cannot stall the GPU between them.
 #[derive(Default)]
-pub(crate) struct NttCache {
+struct NttCache {
     tables: Cache<DevTables>,
     scalars: Cache<CudaSlice<u64>>,
 }
@@ -57,46 +71,61 @@ fn log2_len(n: usize) -> Result<u32, CudaError> {
     Ok(n.trailing_zeros())
 }
 
-impl CudaDevice {
-    fn upload_tables(&self, t: PowTables) -> Result<DevTables, CudaError> {
+impl Ntt {
+    /// The kernels of `core`'s module, with an empty cache.
+    pub fn load(core: &Core) -> Result<Self, DriverError> {
+        Ok(Ntt {
+            dif_pass: core.function("ntt_dif_pass")?,
+            dit_pass: core.function("ntt_dit_pass")?,
+            bitrev_scale: core.function("ntt_bitrev_scale")?,
+            h_combine: core.function("h_combine")?,
+            h_finish: core.function("h_finish")?,
+            cache: Default::default(),
+        })
+    }
+
+    fn upload_tables(core: &Core, t: PowTables) -> Result<DevTables, CudaError> {
         Ok(DevTables {
             lb: t.lb,
-            lo: self.stream.clone_htod(scalars_as_u64(&t.lo))?,
-            hi: self.stream.clone_htod(scalars_as_u64(&t.hi))?,
+            lo: core.stream.clone_htod(scalars_as_u64(&t.lo))?,
+            hi: core.stream.clone_htod(scalars_as_u64(&t.hi))?,
         })
     }
 
     /// Powers of `w` for exponents below 2^ebits, cached under `name`.
     fn tables(
         &self,
+        core: &Core,
         name: &'static str,
         ebits: u32,
         w: impl FnOnce() -> Scalar,
     ) -> Result<Arc<DevTables>, CudaError> {
-        self.tables_from(name, ebits, || pow_tables(w(), ebits))
+        self.tables_from(core, name, ebits, || pow_tables(w(), ebits))
     }
 
     /// Scalars on the device, cached under (name, log n).
-    pub(crate) fn constants(
+    fn constants(
         &self,
+        core: &Core,
         name: &'static str,
         log_n: u32,
         make: impl FnOnce() -> Vec<Scalar>,
     ) -> Result<Arc<CudaSlice<u64>>, CudaError> {
-        cached(&self.ntt_cache.scalars, (name, log_n), || {
-            Ok(self.stream.clone_htod(scalars_as_u64(&make()))?)
+        cached(&self.cache.scalars, (name, log_n), || {
+            Ok(core.stream.clone_htod(scalars_as_u64(&make()))?)
         })
     }
 
     /// Tables built by `make`, cached under (name, ebits).
     fn tables_from(
         &self,
+        core: &Core,
         name: &'static str,
         ebits: u32,
         make: impl FnOnce() -> PowTables,
     ) -> Result<Arc<DevTables>, CudaError> {
-        cached(&self.ntt_cache.tables, (name, ebits), || {
-            self.upload_tables(make())
+        cached(&self.cache.tables, (name, ebits), || {
+            Self::upload_tables(core, make())
         })
     }
 
@@ -106,6 +135,7 @@ impl CudaDevice {
     /// multiplies position i by its power bitrev(i), every i (its table may carry a factor).
     fn passes(
         &self,
+        core: &Core,
         buf: &mut CudaSlice<u64>,
         log_n: u32,
         dir: NttDirection,
@@ -130,7 +160,7 @@ impl CudaDevice {
             .collect();
         let kmax = *ks.iter().max().unwrap();
         // w_{2^kmax}^j for j < 2^(kmax-1): every pass's in-block twiddles are among these.
-        let roots = self.constants(if fwd { "roots" } else { "iroots" }, log_n, || {
+        let roots = self.constants(core, if fwd { "roots" } else { "iroots" }, log_n, || {
             let wk = w().pow_vartime([1u64 << (log_n - kmax)]);
             let mut roots = Vec::with_capacity(1 << (kmax - 1));
             let mut x = Scalar::ONE;
@@ -140,7 +170,7 @@ impl CudaDevice {
             }
             roots
         })?;
-        let cross = self.tables(if fwd { "cross" } else { "icross" }, log_n, w)?;
+        let cross = self.tables(core, if fwd { "cross" } else { "icross" }, log_n, w)?;
         if dit {
             ks.reverse();
         }
@@ -156,15 +186,11 @@ impl CudaDevice {
                 shared_mem_bytes: 48 << k,
             };
             let (glo, ghi, glb) = match (twist, p) {
-                (Some(t), 0) => (self.ptr(&t.lo), self.ptr(&t.hi), t.lb),
+                (Some(t), 0) => (core.ptr(&t.lo), core.ptr(&t.hi), t.lb),
                 _ => (0u64, 0u64, 1u32),
             };
-            let kernel = if dit {
-                &self.k.ntt_dit_pass
-            } else {
-                &self.k.ntt_dif_pass
-            };
-            let mut b = self.stream.launch_builder(kernel);
+            let kernel = if dit { &self.dit_pass } else { &self.dif_pass };
+            let mut b = core.stream.launch_builder(kernel);
             b.arg(&mut *buf)
                 .arg(&log_n)
                 .arg(&t_lo)
@@ -186,8 +212,9 @@ impl CudaDevice {
 
     /// The bit reversal that ends a natural-order transform, with its output scaling: n^-1 for
     /// the inverse, and g^-j on top for the inverse coset.
-    fn bitrev_scale(
+    fn reorder_scale(
         &self,
+        core: &Core,
         buf: &mut CudaSlice<u64>,
         log_n: u32,
         dir: NttDirection,
@@ -198,21 +225,22 @@ impl CudaDevice {
         let (cst, tabs) = match dir {
             NttDirection::Forward => (None, None),
             NttDirection::Inverse => {
-                let cst =
-                    self.constants("ninv", log_n, || vec![Scalar::from(n).invert().unwrap()])?;
+                let cst = self.constants(core, "ninv", log_n, || {
+                    vec![Scalar::from(n).invert().unwrap()]
+                })?;
                 let tabs = if coset {
-                    Some(self.tables("icoset", log_n.max(1), || g.invert().unwrap())?)
+                    Some(self.tables(core, "icoset", log_n.max(1), || g.invert().unwrap())?)
                 } else {
                     None
                 };
                 (Some(cst), tabs)
             }
         };
-        let cst_p = cst.as_deref().map_or(0, |c| self.ptr(c));
+        let cst_p = cst.as_deref().map_or(0, |c| core.ptr(c));
         let (lo_p, hi_p, lb) = tabs
             .as_ref()
-            .map_or((0, 0, 1), |t| (self.ptr(&t.lo), self.ptr(&t.hi), t.lb));
-        let mut b = self.stream.launch_builder(&self.k.ntt_bitrev_scale);
+            .map_or((0, 0, 1), |t| (core.ptr(&t.lo), core.ptr(&t.hi), t.lb));
+        let mut b = core.stream.launch_builder(&self.bitrev_scale);
         b.arg(&mut *buf)
             .arg(&log_n)
             .arg(&cst_p)
@@ -225,8 +253,9 @@ impl CudaDevice {
     }
 
     /// In-place NTT of 2^log_n scalars already on the device (Montgomery form), natural order.
-    pub(crate) fn ntt_on_device(
+    fn natural(
         &self,
+        core: &Core,
         buf: &mut CudaSlice<u64>,
         log_n: u32,
         dir: NttDirection,
@@ -234,78 +263,47 @@ impl CudaDevice {
     ) -> Result<(), CudaError> {
         let g = Scalar::MULTIPLICATIVE_GENERATOR;
         let coset_in = if coset && dir == NttDirection::Forward {
-            Some(self.tables("coset", log_n.max(1), || g)?)
+            Some(self.tables(core, "coset", log_n.max(1), || g)?)
         } else {
             None
         };
-        self.passes(buf, log_n, dir, false, coset_in.as_deref())?;
-        self.bitrev_scale(buf, log_n, dir, coset)
+        self.passes(core, buf, log_n, dir, false, coset_in.as_deref())?;
+        self.reorder_scale(core, buf, log_n, dir, coset)
     }
 
-    /// In-place NTT over the scalar field, natural order in and out, n = 2^k ≤ 2^27.
-    /// Forward: out[i] = Σ_j in[j]·ω^(ij), ω = ROOT_OF_UNITY squared 32−k times. Inverse: with ω^-1,
-    /// times n^-1. Coset forward first multiplies in[j] by g^j (g = 7); coset inverse finishes by
-    /// multiplying out[j] by g^-j.
-    pub fn ntt(
+    /// In-place NTT over the scalar field, natural order in and out, n = 2^k ≤ 2^27 (see
+    /// `CudaDevice::ntt`).
+    pub fn transform(
         &self,
+        core: &Core,
         data: &mut [Scalar],
         dir: NttDirection,
         coset: bool,
     ) -> Result<(), CudaError> {
         let log_n = log2_len(data.len())?;
-        let mut buf = self.stream.clone_htod(scalars_as_u64(data))?;
-        self.ntt_on_device(&mut buf, log_n, dir, coset)?;
-        self.stream.memcpy_dtoh(&buf, scalars_as_u64_mut(data))?;
-        self.stream.synchronize()?;
+        let mut buf = core.stream.clone_htod(scalars_as_u64(data))?;
+        self.natural(core, &mut buf, log_n, dir, coset)?;
+        core.stream.memcpy_dtoh(&buf, scalars_as_u64_mut(data))?;
+        core.stream.synchronize()?;
         Ok(())
     }
 
     /// NTT of scalars already resident on the device, leaving the result there.
-    pub fn ntt_resident(
+    pub fn transform_resident(
         &self,
+        core: &Core,
         data: &mut DeviceScalars,
         dir: NttDirection,
         coset: bool,
     ) -> Result<(), CudaError> {
         let log_n = log2_len(data.len)?;
-        self.ntt_on_device(&mut data.buf, log_n, dir, coset)
-    }
-
-    /// Groth16 h: the m−1 coefficients of (A·B − C)/Z from the evaluations a, b, c on the domain.
-    pub fn h_coefficients(
-        &self,
-        a: &[Scalar],
-        b: &[Scalar],
-        c: &[Scalar],
-    ) -> Result<Vec<Scalar>, CudaError> {
-        let h = self.h_coefficients_resident(a, b, c)?;
-        self.download_scalars(&h)
-    }
-
-    /// As h_coefficients, leaving the m−1 coefficients on the device for the H MSM.
-    pub fn h_coefficients_resident(
-        &self,
-        a: &[Scalar],
-        b: &[Scalar],
-        c: &[Scalar],
-    ) -> Result<DeviceScalars, CudaError> {
-        let up = |v: &[Scalar]| self.upload_scalars(v);
-        self.h_from_device(up(a)?, up(b)?, up(c)?)
+        self.natural(core, &mut data.buf, log_n, dir, coset)
     }
 
     /// Groth16 h from a, b, c already on the device (each 2^k long, consumed); the m−1
-    /// coefficients stay on the device, in a's buffer.
-    pub fn h_from_device(
-        &self,
-        a: DeviceScalars,
-        b: DeviceScalars,
-        c: DeviceScalars,
-    ) -> Result<DeviceScalars, CudaError> {
-        self.h_from_device_with(a, b, c, false)
-    }
-
-    /// As h_from_device; `natural` runs the earlier chain (seven natural-order transforms, seven
-    /// bit reversals) instead of the six-transform one, for benchmarks to compare.
+    /// coefficients of (A·B − C)/Z stay on the device, in a's buffer. `natural` runs the
+    /// earlier chain (seven natural-order transforms, seven bit reversals) instead of the
+    /// six-transform one, for benchmarks to compare.
     ///
     /// Six transforms: h = coset-iNTT((A·B − C)/Z on the coset) and the coset inverse is
     /// linear, so it splits into coset-iNTT(A·B)/Z(g) − coset-iNTT(C)/Z(g); C has degree < m,
@@ -316,8 +314,9 @@ impl CudaDevice {
     /// coefficient's index), so the coset evaluations come out in natural order with no bit
     /// reversal and no scaling pass. The last inverse DIF and c's leave bit-reversed order;
     /// `h_finish` reverses both as it subtracts and scales.
-    pub fn h_from_device_with(
+    pub fn h(
         &self,
+        core: &Core,
         a: DeviceScalars,
         b: DeviceScalars,
         c: DeviceScalars,
@@ -332,10 +331,10 @@ impl CudaDevice {
         }
         let log_m = log2_len(m)?;
         if natural {
-            return self.h_natural_chain(a, b, c, log_m);
+            return self.h_natural_chain(core, a, b, c, log_m);
         }
         let g = Scalar::MULTIPLICATIVE_GENERATOR;
-        let twist = self.tables_from("coset_ninv", log_m.max(1), || {
+        let twist = self.tables_from(core, "coset_ninv", log_m.max(1), || {
             let mut t = pow_tables(g, log_m.max(1));
             let ninv = Scalar::from(m as u64).invert().unwrap();
             for x in t.lo.iter_mut() {
@@ -345,21 +344,21 @@ impl CudaDevice {
         })?;
         let (mut da, mut db, mut dc) = (a.buf, b.buf, c.buf);
         for d in [&mut da, &mut db] {
-            self.passes(d, log_m, NttDirection::Inverse, false, None)?;
-            self.passes(d, log_m, NttDirection::Forward, true, Some(&twist))?;
+            self.passes(core, d, log_m, NttDirection::Inverse, false, None)?;
+            self.passes(core, d, log_m, NttDirection::Forward, true, Some(&twist))?;
         }
-        self.passes(&mut dc, log_m, NttDirection::Inverse, false, None)?;
+        self.passes(core, &mut dc, log_m, NttDirection::Inverse, false, None)?;
         let n = m as u64;
-        let mut l = self.stream.launch_builder(&self.k.h_combine);
+        let mut l = core.stream.launch_builder(&self.h_combine);
         l.arg(&mut da).arg(&db).arg(&0u64).arg(&n).arg(&0u64);
         unsafe { l.launch(grid(n, 256)) }?;
         drop(db);
-        self.passes(&mut da, log_m, NttDirection::Inverse, false, None)?;
-        let cst = self.constants("zinv_ninv", log_m, || {
+        self.passes(core, &mut da, log_m, NttDirection::Inverse, false, None)?;
+        let cst = self.constants(core, "zinv_ninv", log_m, || {
             vec![coset_z_inv(m) * Scalar::from(n).invert().unwrap()]
         })?;
-        let icoset = self.tables("icoset", log_m.max(1), || g.invert().unwrap())?;
-        let mut l = self.stream.launch_builder(&self.k.h_finish);
+        let icoset = self.tables(core, "icoset", log_m.max(1), || g.invert().unwrap())?;
+        let mut l = core.stream.launch_builder(&self.h_finish);
         l.arg(&mut da)
             .arg(&dc)
             .arg(&log_m)
@@ -379,6 +378,7 @@ impl CudaDevice {
     /// t = (a·b − c)·Z(g)^-1, one natural-order coset inverse NTT.
     fn h_natural_chain(
         &self,
+        core: &Core,
         a: DeviceScalars,
         b: DeviceScalars,
         c: DeviceScalars,
@@ -387,13 +387,13 @@ impl CudaDevice {
         let m = a.len;
         let mut bufs = vec![a.buf, b.buf, c.buf];
         for d in bufs.iter_mut() {
-            self.ntt_on_device(d, log_m, NttDirection::Inverse, false)?;
-            self.ntt_on_device(d, log_m, NttDirection::Forward, true)?;
+            self.natural(core, d, log_m, NttDirection::Inverse, false)?;
+            self.natural(core, d, log_m, NttDirection::Forward, true)?;
         }
-        let zinv = self.constants("zinv", log_m, || vec![coset_z_inv(m)])?;
+        let zinv = self.constants(core, "zinv", log_m, || vec![coset_z_inv(m)])?;
         let mut da = bufs.remove(0);
         let n = m as u64;
-        let mut l = self.stream.launch_builder(&self.k.h_combine);
+        let mut l = core.stream.launch_builder(&self.h_combine);
         l.arg(&mut da)
             .arg(&bufs[0])
             .arg(&bufs[1])
@@ -401,7 +401,7 @@ impl CudaDevice {
             .arg(&*zinv);
         unsafe { l.launch(grid(n, 256)) }?;
         drop(bufs);
-        self.ntt_on_device(&mut da, log_m, NttDirection::Inverse, true)?;
+        self.natural(core, &mut da, log_m, NttDirection::Inverse, true)?;
         Ok(DeviceScalars {
             buf: da,
             len: m - 1,

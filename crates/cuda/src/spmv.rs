@@ -1,10 +1,12 @@
-//! Host side of the constraint products: the recorded matrices uploaded once per circuit,
-//! then a = A·z, b = B·z and c = C·z (or a∘b) computed on the device for each partition.
+//! The SpMV object: the constraint products' kernels (`kernels/spmv/spmv.cuh`: `spmv_csr`,
+//! `spmv_csr_long`, and `fr_hadamard` for c = a∘b), the recorded matrices uploaded once per
+//! circuit (or streamed), then a = A·z, b = B·z and c = C·z (or a∘b) computed on the device for
+//! each partition.
 
-use cudarc::driver::{CudaSlice, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaSlice, DriverError, PushKernelArg};
 use zkforge_groth16::r1cs::{ConstraintMatrices, SparseMatrix};
 
-use crate::device::{grid, CudaDevice, DeviceScalars};
+use crate::context::{grid, Core, DeviceScalars};
 use crate::host::scalars_as_u64;
 use crate::{CFrom, CudaError};
 
@@ -12,6 +14,14 @@ use crate::{CFrom, CudaError};
 /// thread: a warp of one-thread rows takes as long as its longest row, and PoRep's A has ~200-
 /// entry rows (0.45% of its rows, 38% of its entries) that would set most warps' pace.
 const LONG_ROW: u32 = 8;
+
+/// The constraint products on one GPU: its kernels.
+#[derive(Clone)]
+pub(crate) struct Spmv {
+    csr: CudaFunction,
+    csr_long: CudaFunction,
+    hadamard: CudaFunction,
+}
 
 /// One CSR matrix on the device.
 struct DeviceCsr {
@@ -41,7 +51,7 @@ pub struct DeviceMatrices {
     num_aux: usize,
 }
 
-/// Device bytes [`CudaDevice::upload_matrices`] takes for `m`.
+/// Device bytes [`DeviceMatrices::upload`] takes for `m`.
 pub fn matrices_bytes(m: &ConstraintMatrices) -> u64 {
     let csr = |x: &SparseMatrix| {
         4 * x.row_starts.len() + 8 * x.entries.len() + 4 * long_rows(x).count().max(1)
@@ -52,6 +62,42 @@ pub fn matrices_bytes(m: &ConstraintMatrices) -> u64 {
 impl DeviceMatrices {
     pub fn rows(&self) -> usize {
         self.rows
+    }
+
+    /// Copies the matrices to the device (once per circuit; keep the result).
+    pub(crate) fn upload(core: &Core, m: &ConstraintMatrices) -> Result<Self, CudaError> {
+        let csr = |x: &SparseMatrix| -> Result<DeviceCsr, CudaError> {
+            // SAFETY: Entry is repr(C) { u32, u32 }: its bytes are two u32 per entry.
+            let words = unsafe {
+                std::slice::from_raw_parts(x.entries.as_ptr() as *const u32, 2 * x.entries.len())
+            };
+            let long: Vec<u32> = long_rows(x).collect();
+            Ok(DeviceCsr {
+                row_starts: core.stream.clone_htod(&x.row_starts[..])?,
+                entries: core.stream.clone_htod(if words.is_empty() {
+                    &[0u32, 0][..]
+                } else {
+                    words
+                })?,
+                long_rows: core.stream.clone_htod(if long.is_empty() {
+                    &[0u32][..]
+                } else {
+                    &long
+                })?,
+                long_count: long.len(),
+            })
+        };
+        let dm = DeviceMatrices {
+            a: csr(&m.a)?,
+            b: csr(&m.b)?,
+            c: csr(&m.c)?,
+            coefficients: core.stream.clone_htod(scalars_as_u64(&m.coefficients))?,
+            rows: m.num_constraints(),
+            num_inputs: m.num_inputs,
+            num_aux: m.num_aux,
+        };
+        core.stream.synchronize()?;
+        Ok(dm)
     }
 }
 
@@ -74,6 +120,27 @@ pub struct StreamedMatrices {
     rows: usize,
     num_inputs: usize,
     num_aux: usize,
+}
+
+impl StreamedMatrices {
+    /// What a partition's products need of `m` on the device when its A and B stay in host
+    /// memory, copied in blocks of at most `block_bytes`.
+    pub(crate) fn new(
+        core: &Core,
+        m: &ConstraintMatrices,
+        block_bytes: usize,
+    ) -> Result<Self, CudaError> {
+        let coefficients = core.stream.clone_htod(scalars_as_u64(&m.coefficients))?;
+        core.stream.synchronize()?;
+        Ok(StreamedMatrices {
+            a: row_blocks(&m.a, block_bytes),
+            b: row_blocks(&m.b, block_bytes),
+            coefficients,
+            rows: m.num_constraints(),
+            num_inputs: m.num_inputs,
+            num_aux: m.num_aux,
+        })
+    }
 }
 
 /// Cuts `x` into blocks of at most `block_bytes` of row starts and entries (a longer row gets
@@ -105,59 +172,12 @@ fn row_blocks(x: &SparseMatrix, block_bytes: usize) -> Vec<RowBlock> {
     blocks
 }
 
-impl CudaDevice {
-    /// Copies the matrices to the device (once per circuit; keep the result).
-    pub fn upload_matrices(&self, m: &ConstraintMatrices) -> Result<DeviceMatrices, CudaError> {
-        let csr = |x: &SparseMatrix| -> Result<DeviceCsr, CudaError> {
-            // SAFETY: Entry is repr(C) { u32, u32 }: its bytes are two u32 per entry.
-            let words = unsafe {
-                std::slice::from_raw_parts(x.entries.as_ptr() as *const u32, 2 * x.entries.len())
-            };
-            let long: Vec<u32> = long_rows(x).collect();
-            Ok(DeviceCsr {
-                row_starts: self.stream.clone_htod(&x.row_starts[..])?,
-                entries: self.stream.clone_htod(if words.is_empty() {
-                    &[0u32, 0][..]
-                } else {
-                    words
-                })?,
-                long_rows: self.stream.clone_htod(if long.is_empty() {
-                    &[0u32][..]
-                } else {
-                    &long
-                })?,
-                long_count: long.len(),
-            })
-        };
-        let dm = DeviceMatrices {
-            a: csr(&m.a)?,
-            b: csr(&m.b)?,
-            c: csr(&m.c)?,
-            coefficients: self.stream.clone_htod(scalars_as_u64(&m.coefficients))?,
-            rows: m.num_constraints(),
-            num_inputs: m.num_inputs,
-            num_aux: m.num_aux,
-        };
-        self.stream.synchronize()?;
-        Ok(dm)
-    }
-
-    /// What a partition's products need of `m` on the device when its A and B stay in host
-    /// memory, copied in blocks of at most `block_bytes`.
-    pub fn stream_matrices(
-        &self,
-        m: &ConstraintMatrices,
-        block_bytes: usize,
-    ) -> Result<StreamedMatrices, CudaError> {
-        let coefficients = self.stream.clone_htod(scalars_as_u64(&m.coefficients))?;
-        self.stream.synchronize()?;
-        Ok(StreamedMatrices {
-            a: row_blocks(&m.a, block_bytes),
-            b: row_blocks(&m.b, block_bytes),
-            coefficients,
-            rows: m.num_constraints(),
-            num_inputs: m.num_inputs,
-            num_aux: m.num_aux,
+impl Spmv {
+    pub fn load(core: &Core) -> Result<Self, DriverError> {
+        Ok(Spmv {
+            csr: core.function("spmv_csr")?,
+            csr_long: core.function("spmv_csr_long")?,
+            hadamard: core.function("fr_hadamard")?,
         })
     }
 
@@ -166,6 +186,7 @@ impl CudaDevice {
     /// engine's page-locked matrices), then its rows summed in place.
     pub fn streamed_products(
         &self,
+        core: &Core,
         m: &ConstraintMatrices,
         streamed: &StreamedMatrices,
         inputs: &DeviceScalars,
@@ -185,12 +206,12 @@ impl CudaDevice {
         }
         let n_in = streamed.num_inputs as u32;
         let product = |x: &SparseMatrix, blocks: &[RowBlock]| -> Result<DeviceScalars, CudaError> {
-            let mut out = self.alloc_scalars(padded.max(1))?;
+            let mut out = core.alloc_scalars(padded.max(1))?;
             out.len = padded;
             let last = blocks.len() - 1;
             for (k, block) in blocks.iter().enumerate() {
                 let (e0, e1) = (x.row_starts[block.start], x.row_starts[block.end]);
-                let starts = self
+                let starts = core
                     .stream
                     .clone_htod(&x.row_starts[block.start..=block.end])?;
                 // SAFETY: Entry is repr(C) { u32, u32 }: its bytes are two u32 per entry.
@@ -200,14 +221,14 @@ impl CudaDevice {
                         2 * (e1 - e0) as usize,
                     )
                 };
-                let entries = self.stream.clone_htod(if words.is_empty() {
+                let entries = core.stream.clone_htod(if words.is_empty() {
                     &[0u32, 0][..]
                 } else {
                     words
                 })?;
                 // The row starts are the matrix's own: the entries' address is moved back by
                 // the block's first entry, so that row_starts[r] indexes them as before.
-                let entries_at = self.ptr32(&entries).wrapping_sub(8 * e0 as u64);
+                let entries_at = core.ptr32(&entries).wrapping_sub(8 * e0 as u64);
                 let rows = (block.end - block.start) as u64;
                 // The last block also zeroes the domain's padding rows.
                 let out_rows = if k == last {
@@ -216,7 +237,7 @@ impl CudaDevice {
                     rows
                 };
                 let mut at = out.buf.slice_mut(block.start * 4..);
-                let mut b = self.stream.launch_builder(&self.k.spmv_csr);
+                let mut b = core.stream.launch_builder(&self.csr);
                 b.arg(&mut at)
                     .arg(&out_rows)
                     .arg(&starts)
@@ -229,9 +250,9 @@ impl CudaDevice {
                     .arg(&LONG_ROW);
                 unsafe { b.launch(grid(out_rows, 256)) }?;
                 if !block.long.is_empty() {
-                    let long = self.stream.clone_htod(&block.long)?;
+                    let long = core.stream.clone_htod(&block.long)?;
                     let n_long = block.long.len() as u64;
-                    let mut b = self.stream.launch_builder(&self.k.spmv_csr_long);
+                    let mut b = core.stream.launch_builder(&self.csr_long);
                     b.arg(&mut at)
                         .arg(&long)
                         .arg(&n_long)
@@ -255,13 +276,14 @@ impl CudaDevice {
     /// c = a∘b over the domain (a synthesized witness satisfies every constraint).
     pub fn hadamard(
         &self,
+        core: &Core,
         a: &DeviceScalars,
         b: &DeviceScalars,
     ) -> Result<DeviceScalars, CudaError> {
         let n = a.len as u64;
-        let mut out = self.alloc_scalars(a.len.max(1))?;
+        let mut out = core.alloc_scalars(a.len.max(1))?;
         out.len = a.len;
-        let mut l = self.stream.launch_builder(&self.k.fr_hadamard);
+        let mut l = core.stream.launch_builder(&self.hadamard);
         l.arg(&mut out.buf).arg(&a.buf).arg(&b.buf).arg(&n);
         unsafe { l.launch(grid(n, 256)) }?;
         Ok(out)
@@ -271,12 +293,13 @@ impl CudaDevice {
     /// for later, when fewer vectors are live: see [`hadamard`](Self::hadamard)).
     pub fn resident_products(
         &self,
+        core: &Core,
         m: &DeviceMatrices,
         inputs: &DeviceScalars,
         aux: &DeviceScalars,
         padded: usize,
     ) -> Result<[DeviceScalars; 2], CudaError> {
-        let (a, b, _) = self.constraint_products_with(m, inputs, aux, padded, None)?;
+        let (a, b, _) = self.constraint_products_with(core, m, inputs, aux, padded, None)?;
         Ok([a, b])
     }
 
@@ -284,13 +307,15 @@ impl CudaDevice {
     /// to `padded` rows (the domain).
     pub fn constraint_products(
         &self,
+        core: &Core,
         m: &DeviceMatrices,
         inputs: &DeviceScalars,
         aux: &DeviceScalars,
         padded: usize,
         c_from: CFrom,
     ) -> Result<[DeviceScalars; 3], CudaError> {
-        let (a, b, c) = self.constraint_products_with(m, inputs, aux, padded, Some(c_from))?;
+        let (a, b, c) =
+            self.constraint_products_with(core, m, inputs, aux, padded, Some(c_from))?;
         match c {
             Some(c) => Ok([a, b, c]),
             None => Err(CudaError::Internal("c was not computed".into())),
@@ -300,6 +325,7 @@ impl CudaDevice {
     /// a, b and, where `c_from` says how, c.
     fn constraint_products_with(
         &self,
+        core: &Core,
         m: &DeviceMatrices,
         inputs: &DeviceScalars,
         aux: &DeviceScalars,
@@ -316,7 +342,7 @@ impl CudaDevice {
         let (rows, padded_rows, n_in) = (m.rows as u64, padded as u64, m.num_inputs as u32);
         // Every one of the `padded` rows is written by the kernels below.
         let rows_out = || -> Result<DeviceScalars, CudaError> {
-            let out = self.alloc_scalars(padded.max(1))?;
+            let out = core.alloc_scalars(padded.max(1))?;
             Ok(DeviceScalars {
                 buf: out.buf,
                 len: padded,
@@ -324,7 +350,7 @@ impl CudaDevice {
         };
         let product = |x: &DeviceCsr| -> Result<DeviceScalars, CudaError> {
             let mut out = rows_out()?;
-            let mut b = self.stream.launch_builder(&self.k.spmv_csr);
+            let mut b = core.stream.launch_builder(&self.csr);
             b.arg(&mut out.buf)
                 .arg(&padded_rows)
                 .arg(&x.row_starts)
@@ -338,7 +364,7 @@ impl CudaDevice {
             unsafe { b.launch(grid(padded_rows, 256)) }?;
             if x.long_count > 0 {
                 let n_long = x.long_count as u64;
-                let mut b = self.stream.launch_builder(&self.k.spmv_csr_long);
+                let mut b = core.stream.launch_builder(&self.csr_long);
                 b.arg(&mut out.buf)
                     .arg(&x.long_rows)
                     .arg(&n_long)
@@ -356,7 +382,7 @@ impl CudaDevice {
         let c = match c_from {
             None => None,
             Some(CFrom::Matrix) => Some(product(&m.c)?),
-            Some(CFrom::AB) => Some(self.hadamard(&a, &b)?),
+            Some(CFrom::AB) => Some(self.hadamard(core, &a, &b)?),
         };
         Ok((a, b, c))
     }

@@ -1,59 +1,53 @@
-//! Getting a witness onto the device: zero-padded uploads and density compaction there.
+//! Density compaction of a witness on the device: its kernels (`density_popcount`,
+//! `density_gather` in `kernels/msm/density.cuh`) with the shared prefix sum of scan.rs.
+//! Zero-padded uploads are plain buffer work: `context::Core::upload_padded`.
 
-use blstrs::Scalar;
-use cudarc::driver::PushKernelArg;
+use cudarc::driver::{CudaFunction, DriverError, PushKernelArg};
 use zkforge_groth16::Density;
 
-use crate::device::{grid, CudaDevice, DeviceScalars};
-use crate::host::scalars_as_u64;
+use crate::context::{grid, Core, DeviceScalars};
+use crate::scan::Scan;
 use crate::CudaError;
 
-impl CudaDevice {
-    /// Uploads `host` into a new buffer of `len ≥ host.len()` scalars, zeroing the rest. The
-    /// copy is asynchronous from page-locked memory; call `synchronize` before reusing `host`.
-    pub fn upload_padded(&self, host: &[Scalar], len: usize) -> Result<DeviceScalars, CudaError> {
-        if len < host.len() {
-            return Err(CudaError::Invalid(format!(
-                "padding {} scalars to {len}",
-                host.len()
-            )));
-        }
-        // SAFETY: every element is written below, by the copy or the memset.
-        let mut buf = unsafe { self.stream.alloc::<u64>(len.max(1) * 4) }?;
-        let m = host.len() * 4;
-        if m > 0 {
-            self.stream
-                .memcpy_htod(scalars_as_u64(host), &mut buf.slice_mut(..m))?;
-        }
-        if len * 4 > m {
-            self.stream.memset_zeros(&mut buf.slice_mut(m..))?;
-        }
-        Ok(DeviceScalars { buf, len })
+#[derive(Clone)]
+pub(crate) struct DensityGather {
+    popcount: CudaFunction,
+    gather: CudaFunction,
+    scan: Scan,
+}
+
+impl DensityGather {
+    pub fn load(core: &Core, scan: Scan) -> Result<Self, DriverError> {
+        Ok(DensityGather {
+            popcount: core.function("density_popcount")?,
+            gather: core.function("density_gather")?,
+            scan,
+        })
     }
 
     /// The entries of `values` whose bit is set in `density`, in order, computed on the device.
-    pub fn gather_by_density(
+    pub fn gather(
         &self,
+        core: &Core,
         values: &DeviceScalars,
         density: &Density,
     ) -> Result<DeviceScalars, CudaError> {
         let count = density.count();
         let words = density.words();
         let nwords = words.len() as u32;
+        let st = &core.stream;
         // SAFETY: fully written by the gather (count entries).
-        let mut out = unsafe { self.stream.alloc::<u64>(count.max(1) * 4) }?;
+        let mut out = unsafe { st.alloc::<u64>(count.max(1) * 4) }?;
         if count > 0 {
-            let dwords = self.stream.clone_htod(words)?;
-            let mut counts = unsafe { self.stream.alloc::<u32>(words.len()) }?;
-            let mut offs = unsafe { self.stream.alloc::<u32>(words.len() + 1) }?;
-            let mut b = self.stream.launch_builder(&self.k.density_popcount);
+            let dwords = st.clone_htod(words)?;
+            let mut counts = unsafe { st.alloc::<u32>(words.len()) }?;
+            let mut offs = unsafe { st.alloc::<u32>(words.len() + 1) }?;
+            let mut b = st.launch_builder(&self.popcount);
             b.arg(&dwords).arg(&nwords).arg(&mut counts);
             unsafe { b.launch(grid(nwords as u64, 256)) }?;
-            let mut b = self.stream.launch_builder(&self.k.scan_u32);
-            b.arg(&counts).arg(&mut offs).arg(&nwords);
-            unsafe { b.launch(crate::device::single_block(1024)) }?;
+            self.scan.one_block(core, &counts, &mut offs, nwords)?;
             let n = values.len as u64;
-            let mut b = self.stream.launch_builder(&self.k.density_gather);
+            let mut b = st.launch_builder(&self.gather);
             b.arg(&values.buf)
                 .arg(&n)
                 .arg(&dwords)

@@ -63,7 +63,7 @@ fn cuda_fixed_base() -> Result<Box<dyn FixedBaseBackend>> {
     );
     Ok(Box::new(zkforge_cuda::CudaFixedBase::new(
         zkforge_cuda::CudaDevice::open(0)?,
-    )))
+    )?))
 }
 
 #[cfg(not(feature = "cuda"))]

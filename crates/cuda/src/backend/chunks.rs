@@ -33,12 +33,13 @@ use group::Group;
 use zkforge_groth16::srs::Query;
 use zkforge_groth16::ParamsFile;
 
-use super::key_upload::{decode_error, READ_THREADS};
-use crate::device::{grid, CudaDevice, DeviceScalars};
+use super::key_upload::READ_THREADS;
+use crate::context::{grid, DeviceScalars};
+use crate::decode::decode_error;
 use crate::host::MsmOptions;
 use crate::msm::{Curve, G1, G2};
 use crate::pinned::PinnedBuffer;
-use crate::CudaError;
+use crate::{CudaDevice, CudaError};
 
 /// u64 limbs of one affine point.
 pub(crate) const G1_LIMBS: usize = 12;
@@ -169,9 +170,10 @@ pub(crate) fn with_chunked_msms<R>(
     }
     let copier = dev.fork()?;
     // SAFETY: a buffer is read only after the filler wrote it.
-    let buffers = [unsafe { dev.stream.alloc::<u64>(chunk_words) }?, unsafe {
-        dev.stream.alloc::<u64>(chunk_words)
-    }?];
+    let buffers = [
+        unsafe { dev.core.stream.alloc::<u64>(chunk_words) }?,
+        unsafe { dev.core.stream.alloc::<u64>(chunk_words) }?,
+    ];
     // The filler's stream may use them once their stream-ordered allocation is done.
     dev.synchronize()?;
     let (empty_tx, empty_rx) = sync_channel(2);
@@ -265,7 +267,7 @@ fn fill(
     empty: Receiver<CudaSlice<u64>>,
     full: SyncSender<Result<CudaSlice<u64>, CudaError>>,
 ) -> Result<(), CudaError> {
-    copier.ctx.bind_to_thread()?;
+    copier.core.ctx.bind_to_thread()?;
     let mut staging = None;
     let pieces = pieces_of(chunks);
     if pieces > 0 {
@@ -278,7 +280,7 @@ fn fill(
                 .thread_name(|i| format!("chunk-read-{i}"))
                 .build()
                 .map_err(|e| CudaError::Internal(format!("chunk reader threads: {e}")))?,
-            verdicts: copier.stream.clone_htod(&vec![u64::MAX; pieces])?,
+            verdicts: copier.core.stream.clone_htod(&vec![u64::MAX; pieces])?,
         });
     }
     let mut failure = None;
@@ -286,6 +288,7 @@ fn fill(
         let Ok(mut buf) = empty.recv() else { break };
         let filled = match (&chunk.source, staging.as_mut()) {
             (Source::Host(host), _) => copier
+                .core
                 .stream
                 .memcpy_htod(*host, &mut buf.slice_mut(..chunk.points * chunk.limbs))
                 .map_err(CudaError::from),
@@ -339,11 +342,11 @@ fn stage_from_file(
     let point_bytes = chunk.limbs * 8;
     let per_piece = PIECE_BYTES / point_bytes;
     let kernel = if chunk.limbs == G2_LIMBS {
-        &copier.k.decode_g2
+        &copier.decode.g2
     } else {
-        &copier.k.decode_g1
+        &copier.decode.g1
     };
-    let (base, _written) = buf.device_ptr_mut(&copier.stream);
+    let (base, _written) = buf.device_ptr_mut(&copier.core.stream);
     let mut at = 0;
     while at < chunk.points {
         let n = per_piece.min(chunk.points - at);
@@ -361,16 +364,16 @@ fn stage_from_file(
         let dst = base + (at * point_bytes) as u64;
         // SAFETY: host holds n points' bytes; the buffer has room for the chunk's points.
         unsafe {
-            cudarc::driver::result::memcpy_htod_async(dst, &*host, copier.stream.cu_stream())
+            cudarc::driver::result::memcpy_htod_async(dst, &*host, copier.core.stream.cu_stream())
         }?;
         let count = n as u64;
         let mut verdict = st.verdicts.slice_mut(piece..piece + 1);
-        let mut b = copier.stream.launch_builder(kernel);
+        let mut b = copier.core.stream.launch_builder(kernel);
         // In place: each thread reads its whole point before writing it.
         b.arg(&dst).arg(&dst).arg(&count).arg(&mut verdict);
         // SAFETY: dst holds `count` encoded points, the kernel's contract.
         unsafe { b.launch(grid(count, 128)) }?;
-        st.copied[slot] = Some(copier.mark()?);
+        st.copied[slot] = Some(copier.core.mark()?);
         at += n;
     }
     Ok(())
@@ -383,7 +386,7 @@ fn decode_verdict(
     file: &ParamsFile,
     st: &FileStaging,
 ) -> Result<(), CudaError> {
-    let verdicts = copier.read_back(&st.verdicts, st.pieces.len())?;
+    let verdicts = copier.core.read_back(&st.verdicts, st.pieces.len())?;
     let refused = verdicts
         .iter()
         .zip(&st.pieces)
@@ -455,8 +458,8 @@ impl ChunkedMsms {
         let n = scalars.len;
         if let Bases::Device(buf) = bases {
             let floor = chunk_points(self.chunk_words, limbs);
-            let points = resident_chunk(n, limbs, room, floor, &dev.msm);
-            return dev.msm_chunked::<C>(buf, limbs, scalars, points);
+            let points = resident_chunk(n, limbs, room, floor, &dev.msm.options);
+            return dev.msm.chunked::<C>(&dev.core, buf, limbs, scalars, points);
         }
         let mut acc = C::Proj::identity();
         let mut start = 0;
@@ -470,7 +473,8 @@ impl ChunkedMsms {
             let len = points.min(n.saturating_sub(start));
             let sum = match len {
                 0 => Ok(C::Proj::identity()),
-                _ => dev.msm_core::<C>(
+                _ => dev.msm.run::<C>(
+                    &dev.core,
                     &buf.slice(..len * limbs),
                     len,
                     &scalars.buf.slice(start * 4..(start + len) * 4),

@@ -11,7 +11,7 @@ use zkforge_groth16::r1cs::ConstraintMatrices;
 use zkforge_groth16::srs::Query;
 use zkforge_groth16::{KeyRef, PriorityLock, ProvingKey, QueryLengths, Urgency};
 
-use crate::device::lock;
+use crate::context::lock;
 use crate::host::g1_affine_as_u64;
 use crate::options::CudaOptions;
 use crate::placement::{self, GpuFacts, KeyShape, Order, OrderBytes};
@@ -231,7 +231,7 @@ impl Gpu {
         let main = CudaDevice::open(ordinal)?.tuned(options);
         let free = main.vram_free()? as u64;
         let budget = free.saturating_sub(options.vram_margin);
-        let rates = main.copy_rates()?;
+        let rates = crate::link::copy_rates(&main.core)?;
         let facts = GpuFacts {
             budget,
             rates,
@@ -287,10 +287,10 @@ impl Gpu {
             inputs,
             matrices_bytes: matrices.map(matrices_bytes),
             partition_bytes: OrderBytes {
-                resident: super::partition::footprint(lengths, &self.main.msm),
+                resident: super::partition::footprint(lengths, &self.main.msm.options),
                 phased: super::phased::footprint(
                     lengths,
-                    &self.main.msm,
+                    &self.main.msm.options,
                     chunk,
                     super::phased::block_bytes(chunk),
                 ),
@@ -472,6 +472,6 @@ impl Drop for Gpu {
         // Bases and idle handles go first, then the pool gives their memory back.
         self.items.clear_idle();
         lock(&self.handles).clear();
-        crate::device::release_pooled_memory(&self.main.ctx);
+        crate::context::release_pooled_memory(&self.main.core.ctx);
     }
 }

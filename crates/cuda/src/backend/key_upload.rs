@@ -12,9 +12,10 @@ use zkforge_groth16::srs::Query;
 use zkforge_groth16::ParamsFile;
 
 use super::gpu::ResidentQueries;
-use crate::device::{grid, CudaDevice, DeviceBasesG1, DeviceBasesG2};
+use crate::context::{grid, Core, DeviceBasesG1, DeviceBasesG2};
+use crate::decode::decode_error;
 use crate::pinned::PinnedBuffer;
-use crate::CudaError;
+use crate::{CudaDevice, CudaError};
 
 /// Bytes per staged chunk (two are in flight): 192 MiB, 2M G1 or 1M G2 points.
 const CHUNK_BYTES: usize = 192 << 20;
@@ -25,17 +26,6 @@ pub(crate) const STAGING_HOST_BYTES: u64 = 2 * CHUNK_BYTES as u64;
 /// is staged while the first partitions are synthesized on every core, and reads queued on
 /// rayon's global pool waited behind synthesis (47 GB at 4.1 GB/s on the H200 box, issue 24).
 pub(crate) const READ_THREADS: usize = 8;
-
-/// Why the decode kernel refused a point (kernels/ec/encode.cuh `decode_error`).
-pub(crate) fn decode_error(code: u64) -> &'static str {
-    match code {
-        1 => "bad flag bits (compressed or sign set, or junk after the infinity flag)",
-        2 => "a coordinate is not below the field modulus",
-        3 => "point at infinity",
-        4 => "not on the curve",
-        _ => "unknown decode error",
-    }
-}
 
 /// Two staging slots: one being filled from disk while the other is on the device.
 struct Staging {
@@ -49,11 +39,11 @@ struct Staging {
     waiting: Duration,
 }
 
-impl CudaDevice {
-    fn staging(&self) -> Result<Staging, CudaError> {
-        self.ctx.bind_to_thread()?;
+impl Staging {
+    fn new(core: &Core) -> Result<Self, CudaError> {
+        core.ctx.bind_to_thread()?;
         // SAFETY: device staging is written by a copy before the kernel reads it.
-        let dev = || unsafe { self.stream.alloc::<u32>(CHUNK_BYTES / 4) };
+        let dev = || unsafe { core.stream.alloc::<u32>(CHUNK_BYTES / 4) };
         Ok(Staging {
             host: [
                 PinnedBuffer::new(CHUNK_BYTES)?,
@@ -74,54 +64,58 @@ impl CudaDevice {
     /// Decodes points `first .. first + len` of query `q` of `file` into `out` (blst affine
     /// layout: 12 u64 limbs per G1 point, 24 per G2 point).
     fn upload_query(
-        &self,
+        &mut self,
+        d: &CudaDevice,
         file: &ParamsFile,
         q: Query,
         (first, len): (usize, usize),
         out: &mut CudaSlice<u64>,
-        st: &mut Staging,
     ) -> Result<(), CudaError> {
+        let core = &d.core;
         let size = q.point_bytes();
         let limbs = size / 8;
         let per_chunk = CHUNK_BYTES / size;
         let kernel = if q == Query::BG2 {
-            &self.k.decode_g2
+            &d.decode.g2
         } else {
-            &self.k.decode_g1
+            &d.decode.g1
         };
-        let mut bad = self.stream.clone_htod(&[u64::MAX])?;
+        let mut bad = core.stream.clone_htod(&[u64::MAX])?;
         let mut at = 0;
         let mut k = 0;
         while at < len {
             let n = per_chunk.min(len - at);
             let slot = k % 2;
-            if let Some(e) = st.done[slot].take() {
+            if let Some(e) = self.done[slot].take() {
                 let t = Instant::now();
                 e.synchronize()?;
-                st.waiting += t.elapsed();
+                self.waiting += t.elapsed();
             }
             // SAFETY: the slot's previous copy completed (event above).
-            let host = unsafe { st.host[slot].slice_mut::<u8>(n * size) };
+            let host = unsafe { self.host[slot].slice_mut::<u8>(n * size) };
             let t = Instant::now();
-            st.readers
+            self.readers
                 .install(|| file.read_encoded(q, first + at, host))
                 .map_err(CudaError::Groth16)?;
-            st.reading += t.elapsed();
+            self.reading += t.elapsed();
             {
-                let (dst, _record) = st.dev[slot].device_ptr_mut(&self.stream);
+                let (dst, _record) = self.dev[slot].device_ptr_mut(&core.stream);
                 // SAFETY: host holds n·size initialised bytes; dst has room for CHUNK_BYTES.
-                unsafe { result::memcpy_htod_async(dst, &*host, self.stream.cu_stream()) }?;
+                unsafe { result::memcpy_htod_async(dst, &*host, core.stream.cu_stream()) }?;
             }
             let count = n as u64;
             let mut dst = out.slice_mut(at * limbs..(at + n) * limbs);
-            let mut b = self.stream.launch_builder(kernel);
-            b.arg(&mut dst).arg(&st.dev[slot]).arg(&count).arg(&mut bad);
+            let mut b = core.stream.launch_builder(kernel);
+            b.arg(&mut dst)
+                .arg(&self.dev[slot])
+                .arg(&count)
+                .arg(&mut bad);
             unsafe { b.launch(grid(count, 128)) }?;
-            st.done[slot] = Some(self.mark()?);
+            self.done[slot] = Some(core.mark()?);
             at += n;
             k += 1;
         }
-        let bad = self.read_back(&bad, 1)?[0];
+        let bad = core.read_back(&bad, 1)?[0];
         if bad != u64::MAX {
             // A damaged key file, as the prover crate names one read on the host.
             return Err(CudaError::Groth16(
@@ -149,7 +143,7 @@ pub(crate) fn upload_from_file(
     b_in: usize,
     keeps: impl Fn(Item) -> bool,
 ) -> Result<ResidentQueries, CudaError> {
-    let mut st = d.staging()?;
+    let mut st = Staging::new(&d.core)?;
     let parts = [
         (Item::H, Query::H, 0),
         (Item::L, Query::L, 0),
@@ -166,8 +160,8 @@ pub(crate) fn upload_from_file(
         let len = file.section(q).len.saturating_sub(first);
         let limbs = q.point_bytes() / 8;
         // SAFETY: every point is written by the decode kernel.
-        let mut buf = unsafe { d.stream.alloc::<u64>(len.max(1) * limbs) }?;
-        d.upload_query(file, q, (first, len), &mut buf, &mut st)?;
+        let mut buf = unsafe { d.core.stream.alloc::<u64>(len.max(1) * limbs) }?;
+        st.upload_query(d, file, q, (first, len), &mut buf)?;
         bufs.push(Some((buf, len)));
     }
     d.synchronize()?;

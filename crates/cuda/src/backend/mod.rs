@@ -66,7 +66,7 @@ impl CudaBackend {
             .map(|&o| Gpu::open(o, options))
             .collect::<Result<Vec<_>, _>>()?;
         let pinner = Arc::new(CudaPinner {
-            ctx: gpus[0].main.ctx.clone(),
+            ctx: gpus[0].main.core.ctx.clone(),
         });
         let pool = ScalarPool::new(Some(pinner.clone()), options.staging_pool_bytes as usize);
         Ok(Self { gpus, pool, pinner })

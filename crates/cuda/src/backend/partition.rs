@@ -16,11 +16,11 @@ use zkforge_groth16::{
 
 use super::gpu::{DeviceMatricesOf, Gpu, InputBases, OnDevice, KEY_ROOM_WAIT};
 use super::phased;
-use crate::device::{CudaDevice, DeviceScalars};
+use crate::context::DeviceScalars;
 use crate::host::MsmOptions;
 use crate::placement::Order;
 use crate::resident::Wait;
-use crate::{msm as gpu_msm, CFrom, CudaError, DeviceMatrices};
+use crate::{msm as gpu_msm, CFrom, CudaDevice, CudaError, DeviceMatrices};
 
 /// Device bytes one partition of a key of these lengths may use at its peak: its scalars
 /// (the key's [`PartitionPlan`]) plus the largest MSM's scratch.

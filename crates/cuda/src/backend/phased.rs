@@ -29,10 +29,10 @@ use zkforge_groth16::srs::Query;
 use super::chunks::{with_chunked_msms, Bases, G1_LIMBS, G2_LIMBS};
 use super::gpu::{AuxQueries, DeviceMatricesOf, OnDevice};
 use super::partition::{phase, InputSums};
-use crate::device::{CudaDevice, DeviceScalars};
+use crate::context::DeviceScalars;
 use crate::host::{g1_affine_as_u64, g2_affine_as_u64, MsmOptions};
 use crate::msm as gpu_msm;
-use crate::CudaError;
+use crate::{CudaDevice, CudaError};
 
 /// Device bytes one partition of a key of these lengths holds at its peak in this order, its
 /// MSMs cut into chunks of `chunk_bytes` and its streamed matrices into blocks of at most
@@ -215,14 +215,14 @@ fn msms<'a>(
         ),
     ];
     let order: Vec<(&Bases, usize)> = bases.iter().map(|(b, l)| (b, *l)).collect();
-    let chunk_bytes = d.stream_chunk * G1_LIMBS * 8;
+    let chunk_bytes = d.msm.stream_chunk * G1_LIMBS * 8;
     // A resident query's MSM may take, for its scratch, whatever of the partition's
     // reservation the vectors live beside it leave (the h step's three vectors are the peak;
     // the MSMs' own phases are below it, H's by a chunk, L's and the others' by much more).
     let s = std::mem::size_of::<Scalar>() as u64;
     let reserved = footprint(
         &key.lengths(),
-        &d.msm,
+        &d.msm.options,
         chunk_bytes as u64,
         block_bytes(chunk_bytes as u64),
     ) - MARGIN;

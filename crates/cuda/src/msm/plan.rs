@@ -217,7 +217,7 @@ pub(super) fn ones_bytes(ones: u64, point_bytes: u64) -> u64 {
     4 * ones + (ONES_MAX_THREADS + ONES_MAX_THREADS / ONES_GROUP) * point_bytes
 }
 
-/// Upper bound on the device bytes `msm_core` allocates for `n` scalars of a curve whose
+/// Upper bound on the device bytes `Msm::run` allocates for `n` scalars of a curve whose
 /// XYZZ point has `xyzz_limbs` u64 limbs, cut as `opts` cut it (mirrors its sizing; the VRAM
 /// budget reserves this, so a configured window width or batch is reserved for too).
 pub(crate) fn scratch_bytes(n: usize, xyzz_limbs: usize, opts: &MsmOptions) -> u64 {

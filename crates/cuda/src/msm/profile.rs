@@ -1,11 +1,11 @@
 //! Per-phase device times of one MSM, for tuning the cut (`MsmOptions::profile`).
 
-use crate::device::CudaDevice;
+use crate::context::Core;
 use crate::CudaError;
 
 /// Device events between an MSM's phases, summed per phase name and printed at the end.
 pub(super) struct Profile<'a> {
-    dev: &'a CudaDevice,
+    core: &'a Core,
     on: bool,
     last: Option<cudarc::driver::CudaEvent>,
     phases: Vec<(&'static str, f32)>,
@@ -14,16 +14,16 @@ pub(super) struct Profile<'a> {
 
 impl<'a> Profile<'a> {
     /// Records nothing (and costs nothing) unless `on`.
-    pub fn new(dev: &'a CudaDevice, on: bool) -> Self {
+    pub fn new(core: &'a Core, on: bool) -> Self {
         let mut p = Profile {
-            dev,
+            core,
             on,
             last: None,
             phases: Vec::new(),
             notes: Vec::new(),
         };
         if on {
-            p.last = p.dev.mark().ok();
+            p.last = p.core.mark().ok();
         }
         p
     }
@@ -33,7 +33,7 @@ impl<'a> Profile<'a> {
         if !self.on {
             return Ok(());
         }
-        let e = self.dev.mark()?;
+        let e = self.core.mark()?;
         if let Some(prev) = &self.last {
             let ms = prev.elapsed_ms(&e)?;
             match self.phases.iter_mut().find(|(n, _)| *n == name) {
