@@ -12,8 +12,8 @@ use zkforge_circuits::{cached_matrices, ParamsId, PartitionedCircuit};
 use zkforge_groth16::exec::eviction::{least_recently_used, Evictable};
 use zkforge_groth16::prover::placement::KeyPlacement;
 use zkforge_groth16::{
-    ConstraintMatrices, EvaluationSite, G1Affine, LoadedKey, PartitionPlan, ProverBackend,
-    QueryLengths, Urgency,
+    ConstraintMatrices, EvaluationSite, G1Affine, LoadedKey, MatricesShape, PartitionPlan,
+    ProverBackend, QueryLengths, Urgency,
 };
 
 use crate::budget::{MemoryBudget, Reservation};
@@ -170,27 +170,43 @@ impl SrsStore {
         out
     }
 
-    /// Where the backend would put the set `id`, from its key's lengths alone (the matrices
-    /// not read yet): what the daemon prints at start. Its first load decides with the
-    /// matrices, and logs that plan.
+    /// Where the backend would put the set `id`, from its key's lengths and its recording's
+    /// header (nothing large read): what the daemon prints at start, the plan its first load
+    /// then takes. (A circuit not recorded yet is shown with a, b, c computed on the host; its
+    /// first load records it, and plans with the recording.)
     ///
     /// The host's budget has its say as in a load: a key too large to stage decoded beside its
     /// matrices and a partition is shown read from its file.
     pub fn placement(&self, id: &ParamsId) -> Result<KeyPlacement> {
         let lengths = self.source.lengths(id)?;
-        let has_matrices = self.source.matrices_cache(id).is_some_and(|p| p.exists());
-        let sizes = self.host_sizes(&lengths, has_matrices);
-        self.place_within_host(&lengths, None, sizes.matrices, sizes.partition)
+        let shape = self.recorded_shape(id);
+        let sizes = self.host_sizes(&lengths, shape.as_ref(), shape.is_some());
+        self.place_within_host(&lengths, shape.as_ref(), sizes.matrices, sizes.partition)
             .with_context(|| format!("parameters {}", id.circuit_id()))
     }
 
-    /// What a set's load is sized with before anything is read: the matrices' estimate (0
-    /// without a recording to read or make) and one partition's host bytes.
-    fn host_sizes(&self, lengths: &QueryLengths, has_matrices: bool) -> HostSizes {
-        let matrices = if has_matrices {
-            (lengths.h as u64 + 1) * MATRIX_BYTES_PER_ROW_ESTIMATE
-        } else {
-            0
+    /// The shape of the set's cached recording, from its header; None without one (or with a
+    /// damaged one, which a load records again).
+    fn recorded_shape(&self, id: &ParamsId) -> Option<MatricesShape> {
+        let path = self.source.matrices_cache(id)?;
+        path.exists()
+            .then(|| ConstraintMatrices::read_shape(&path).ok())
+            .flatten()
+    }
+
+    /// What a set's load is sized with before the matrices are read: their bytes from the
+    /// recording's `shape`, an estimate where `has_matrices` says a recording will be made,
+    /// else 0; and one partition's host bytes.
+    fn host_sizes(
+        &self,
+        lengths: &QueryLengths,
+        shape: Option<&MatricesShape>,
+        has_matrices: bool,
+    ) -> HostSizes {
+        let matrices = match shape {
+            Some(s) => s.host_bytes(),
+            None if has_matrices => (lengths.h as u64 + 1) * MATRIX_BYTES_PER_ROW_ESTIMATE,
+            None => 0,
         };
         let site = EvaluationSite::choose(has_matrices, self.backend.as_ref());
         HostSizes {
@@ -205,7 +221,7 @@ impl SrsStore {
     fn place_within_host(
         &self,
         lengths: &QueryLengths,
-        matrices: Option<&ConstraintMatrices>,
+        matrices: Option<&MatricesShape>,
         matrix_bytes: u64,
         partition: u64,
     ) -> Result<KeyPlacement> {
@@ -236,18 +252,20 @@ impl SrsStore {
         let lengths = self.source.lengths(id)?;
         let cache = self.source.matrices_cache(id);
         let has_matrices = circuit.is_some() || cache.as_ref().is_some_and(|p| p.exists());
+        let shape = self.recorded_shape(id);
         let HostSizes {
             matrices: mut matrix_bytes,
             partition,
-        } = self.host_sizes(&lengths, has_matrices);
+        } = self.host_sizes(&lengths, shape.as_ref(), has_matrices);
         let total = self.budget.total();
         // Errors name the set where they are reported (the job's failure, the preload's log).
-        let place = |matrices: Option<&ConstraintMatrices>, matrix_bytes: u64| {
+        let place = |matrices: Option<&MatricesShape>, matrix_bytes: u64| {
             self.place_within_host(&lengths, matrices, matrix_bytes, partition)
         };
-        // A first answer from the lengths alone sizes the reservation; the matrices (a few
-        // seconds' read) then give the placement the key is loaded with.
-        let mut placement = place(None, matrix_bytes)?;
+        // A first answer from the lengths and the recording's header sizes the reservation;
+        // the matrices read (or recorded) then give the placement the key is loaded with, the
+        // same where the header's recording is the one read.
+        let mut placement = place(shape.as_ref(), matrix_bytes)?;
         let mut key_bytes = host_form(&lengths, &placement).1;
         check_host_room(total, key_bytes, matrix_bytes, partition)?;
         loop {
@@ -263,18 +281,16 @@ impl SrsStore {
             } else {
                 None
             };
-            let recorded = matrices.as_ref().map_or(0, |m| m.heap_bytes() as u64);
-            placement = place(matrices.as_ref(), recorded)?;
+            let recorded = matrices.as_ref().map(ConstraintMatrices::shape);
+            let actual_matrices = recorded.as_ref().map_or(0, MatricesShape::host_bytes);
+            placement = place(recorded.as_ref(), actual_matrices)?;
             let key = self.source.load(id, placement.key_in_file)?;
             // A source may hand over a decoded key even when the file was preferred (one a
             // benchmark already holds): its bytes count all the same.
             let (form, with_overhead) = host_form(&lengths, &placement);
-            let (actual_key, actual_matrices) = (
-                (key.host_bytes() as u64).max(form) + (with_overhead - form),
-                matrices.as_ref().map_or(0, |m| m.heap_bytes() as u64),
-            );
+            let actual_key = (key.host_bytes() as u64).max(form) + (with_overhead - form);
             // An estimate above the real size gives the difference back (the matrices'
-            // 60 bytes a row is 0.66 GiB above 32 GiB PoRep's recording).
+            // 60 bytes a row, used before a first recording, is 0.66 GiB above 32 GiB PoRep's).
             reserved.shrink_to(actual_key + actual_matrices);
             let short = (actual_key + actual_matrices).saturating_sub(reserved.bytes());
             let extra = match short {

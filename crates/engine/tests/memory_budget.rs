@@ -300,7 +300,7 @@ impl ProverBackend for ModelDevice {
     fn place(
         &self,
         lengths: &QueryLengths,
-        matrices: Option<&zkforge_groth16::ConstraintMatrices>,
+        matrices: Option<&zkforge_groth16::MatricesShape>,
     ) -> zkforge_groth16::Result<KeyPlacement> {
         let queries = QueryPoints::aux_side(lengths, 0, 0);
         let inputs = PlacementInputs {
@@ -308,7 +308,7 @@ impl ProverBackend for ModelDevice {
             witness_bytes_per_s: 1e10,
             stream_bytes_per_s: 1e10,
             queries,
-            matrices_bytes: matrices.map_or(0, |m| m.heap_bytes() as u64),
+            matrices_bytes: matrices.map_or(0, |m| m.host_bytes()),
             witness_bytes: 0,
             working_sets: vec![WorkingSet {
                 name: "a partition",
@@ -400,6 +400,63 @@ fn the_backends_placement_decides_the_keys_form_and_status_shows_each_plan() {
         "{}",
         set.bytes
     );
+}
+
+/// A source of in-memory keys whose circuit has a recording cached at `matrices`.
+struct RecordedSource {
+    keys: common::MemorySource,
+    matrices: std::path::PathBuf,
+}
+
+impl zkforge_engine::ParamsSource for RecordedSource {
+    fn lengths(&self, id: &zkforge_circuits::ParamsId) -> anyhow::Result<QueryLengths> {
+        self.keys.lengths(id)
+    }
+    fn load(&self, id: &zkforge_circuits::ParamsId, in_file: bool) -> anyhow::Result<LoadedKey> {
+        self.keys.load(id, in_file)
+    }
+    fn matrices_cache(&self, _: &zkforge_circuits::ParamsId) -> Option<std::path::PathBuf> {
+        Some(self.matrices.clone())
+    }
+}
+
+#[test]
+fn the_start_up_placement_is_the_one_the_first_load_takes() {
+    let (id, pk) = keys(10);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("circuit.r1cs");
+    let m = zkforge_circuits::cached_matrices(&job(10, 1), Some(&path))
+        .unwrap()
+        .unwrap();
+    let shape = m.shape();
+    // One byte short of the plan with everything resident, matrices included: the plan
+    // changes with the matrices' bytes, so a start-up answer without them would differ.
+    let roomy = ModelDevice::new(1 << 40).place(&pk.lengths(), Some(&shape));
+    let vram = roomy.unwrap().devices[0].vram_bytes - 1;
+    let backend = Arc::new(ModelDevice::new(vram));
+    let shown = |p: KeyPlacement| p.devices[0].to_string();
+    let without = shown(backend.place(&pk.lengths(), None).unwrap());
+    let with = shown(backend.place(&pk.lengths(), Some(&shape)).unwrap());
+    assert_ne!(without, with, "the recording must matter to this plan");
+
+    let source = RecordedSource {
+        keys: common::MemorySource([(id.stem.clone(), pk.clone())].into_iter().collect()),
+        matrices: path,
+    };
+    let e = Engine::start(EngineConfig::default(), backend, Box::new(source)).unwrap();
+    let at_start = shown(e.placement(&id).unwrap());
+    assert_eq!(
+        at_start, with,
+        "the start-up answer plans with the recording's header"
+    );
+    let job = submit(&e, job(10, 1));
+    let done = e.wait(job, Some(Duration::from_secs(60))).unwrap().unwrap();
+    assert!(
+        matches!(done.outcome, JobOutcome::Completed(_)),
+        "{:?}",
+        done.outcome
+    );
+    assert_eq!(e.status().loaded_srs[0].placement, vec![at_start]);
 }
 
 #[test]

@@ -154,7 +154,7 @@ impl ProverBackend for FaultyBackend {
     fn place(
         &self,
         lengths: &QueryLengths,
-        matrices: Option<&crate::ConstraintMatrices>,
+        matrices: Option<&crate::MatricesShape>,
     ) -> Result<crate::prover::placement::KeyPlacement> {
         self.inner.place(lengths, matrices)
     }

@@ -62,7 +62,7 @@ pub use prover::{
     CpuBackend, DeviceInfo, Dispatch, EvaluationSite, PartitionPlan, Phase, ProofRandomness,
     ProveReport, ProverBackend, QuerySums,
 };
-pub use r1cs::{ConstraintMatrices, MatrixRecorder};
+pub use r1cs::{ConstraintMatrices, MatricesShape, MatrixRecorder};
 pub use srs::{KeyRef, LoadedKey, ParamsFile, ProvingKey, QueryLengths, ReadOptions, VerifyingKey};
 pub use synthesis::{
     assign, synthesize, Assignment, AssignmentWriter, Density, Evaluations, Region, Witness,

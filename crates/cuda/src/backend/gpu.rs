@@ -273,19 +273,19 @@ impl Gpu {
         })
     }
 
-    /// A key of these `lengths`, cut at `inputs`, with its circuit's `matrices`, as this
-    /// GPU's plans see it.
+    /// A key of these `lengths`, cut at `inputs`, with its circuit's matrices of
+    /// `matrices_bytes` on the device (None: none recorded), as this GPU's plans see it.
     pub fn key_shape(
         &self,
         lengths: &QueryLengths,
         inputs: (usize, usize),
-        matrices: Option<&ConstraintMatrices>,
+        matrices_bytes: Option<u64>,
     ) -> KeyShape {
         let chunk = self.facts.stream_chunk_bytes();
         KeyShape {
             lengths: *lengths,
             inputs,
-            matrices_bytes: matrices.map(matrices_bytes),
+            matrices_bytes,
             partition_bytes: OrderBytes {
                 resident: super::partition::footprint(lengths, &self.main.msm.options),
                 phased: super::phased::footprint(
@@ -318,7 +318,11 @@ impl Gpu {
         urgency: Urgency,
         wait: Wait,
     ) -> Result<Option<OnDeviceHeld>, CudaError> {
-        let shape = self.key_shape(&key.lengths(), (n_in, b_in), matrices.map(|m| &**m));
+        let shape = self.key_shape(
+            &key.lengths(),
+            (n_in, b_in),
+            matrices.map(|m| matrices_bytes(m)),
+        );
         let plan = self.plan(&shape).map_err(|e| {
             CudaError::NoRoom(format!("GPU {} cannot prove this key: {e}", self.ordinal))
         })?;

@@ -15,8 +15,8 @@ use std::sync::Arc;
 
 use zkforge_groth16::prover::placement::KeyPlacement;
 use zkforge_groth16::{
-    ConstraintMatrices, DeviceInfo, Dispatch, Error, KeyRef, ProveReport, ProverBackend,
-    QueryLengths, QuerySums, ScalarPool, Urgency, Witness,
+    ConstraintMatrices, DeviceInfo, Dispatch, Error, KeyRef, MatricesShape, ProveReport,
+    ProverBackend, QueryLengths, QuerySums, ScalarPool, Urgency, Witness,
 };
 
 use crate::options::CudaOptions;
@@ -131,21 +131,21 @@ impl ProverBackend for CudaBackend {
     fn place(
         &self,
         lengths: &QueryLengths,
-        matrices: Option<&ConstraintMatrices>,
+        matrices: Option<&MatricesShape>,
     ) -> zkforge_groth16::Result<KeyPlacement> {
-        let inputs = matrices.map_or((0, 0), |m| (m.num_inputs, m.b_input_density.count()));
+        let inputs = matrices.map_or((0, 0), |m| (m.num_inputs, m.b_dense_inputs));
+        let bytes = matrices.map(crate::spmv::shape_bytes);
         let devices = self
             .gpus
             .iter()
             .map(|g| {
-                g.plan(&g.key_shape(lengths, inputs, matrices))
-                    .map_err(|e| {
-                        backend_err(CudaError::NoRoom(format!(
-                            "GPU {} cannot prove this key: {e} (VRAM free at start less \
+                g.plan(&g.key_shape(lengths, inputs, bytes)).map_err(|e| {
+                    backend_err(CudaError::NoRoom(format!(
+                        "GPU {} cannot prove this key: {e} (VRAM free at start less \
                          gpu.vram_margin)",
-                            g.ordinal
-                        )))
-                    })
+                        g.ordinal
+                    )))
+                })
             })
             .collect::<zkforge_groth16::Result<Vec<_>>>()?;
         Ok(crate::placement::key_placement(

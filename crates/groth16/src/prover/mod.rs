@@ -139,16 +139,17 @@ pub trait ProverBackend: Send + Sync {
         false
     }
 
-    /// Where a key of these `lengths` goes on this backend's devices (with its circuit's
-    /// recorded `matrices`, once read): the one question the engine asks, before the key is
-    /// read. It says whether the key stays in its file ([`KeyRef::File`]), what host bytes the
+    /// Where a key of these `lengths` goes on this backend's devices, with the shape of its
+    /// circuit's recorded `matrices` where it has them (from a recording's header: the same
+    /// answer before and after the matrices are read): the one question the engine asks,
+    /// before the key is read. It says whether the key stays in its file ([`KeyRef::File`]), what host bytes the
     /// backend holds for it, and each device's plan ([`placement`]); a key whose partitions
     /// could never run here is refused with what it needs and what there is. The default (the
     /// CPU): decoded in host memory, no devices; host memory is the engine's budget's to check.
     fn place(
         &self,
         lengths: &QueryLengths,
-        matrices: Option<&crate::ConstraintMatrices>,
+        matrices: Option<&crate::MatricesShape>,
     ) -> Result<placement::KeyPlacement> {
         let _ = (lengths, matrices);
         Ok(placement::KeyPlacement::default())

@@ -13,7 +13,7 @@ use std::path::Path;
 use blstrs::Scalar;
 use rayon::prelude::*;
 
-use super::{ConstraintMatrices, Entry, SparseMatrix};
+use super::{ConstraintMatrices, Entry, MatricesShape, SparseMatrix};
 use crate::exec::bulk_read::read_vec_at;
 use crate::synthesis::Density;
 use crate::{Error, Result};
@@ -35,6 +35,47 @@ struct Header {
 
 impl Header {
     const BYTES: u64 = 8 + 7 * 8;
+
+    /// Opens `path` and reads its header, checked: the magic, the file's size against the
+    /// counts, and every count within the u32 indices entries use.
+    fn read(path: &Path) -> Result<(File, Self)> {
+        let bad = |what: String| Error::malformed(path, what);
+        let io = |e| Error::io(path, e);
+        let mut f = File::open(path).map_err(io)?;
+        let size = f.metadata().map_err(io)?.len();
+        let mut head = [0u8; Header::BYTES as usize];
+        f.read_exact(&mut head)
+            .map_err(|_| bad(format!("{size} bytes: too short for a matrix file header")))?;
+        if &head[..8] != MAGIC {
+            return Err(bad(
+                "not a zkforge constraint-matrix file (bad magic)".into()
+            ));
+        }
+        let word = |i: usize| u64::from_le_bytes(head[8 + 8 * i..16 + 8 * i].try_into().unwrap());
+        let h = Self {
+            inputs: word(0),
+            aux: word(1),
+            rows: word(2),
+            coefficients: word(3),
+            nonzeros: [word(4), word(5), word(6)],
+        };
+        match h.file_bytes() {
+            Some(expected) if expected == size => {}
+            expected => {
+                return Err(bad(format!(
+                    "header ({h:?}) implies {} bytes, the file has {size}",
+                    expected.map_or("more than 2^64".into(), |e| e.to_string())
+                )))
+            }
+        }
+        let limit = u32::MAX as u64;
+        if h.rows > limit || h.inputs + h.aux > limit || h.nonzeros.iter().any(|&n| n > limit) {
+            return Err(bad(format!(
+                "{h:?}: more rows, columns or entries than 2^32"
+            )));
+        }
+        Ok((f, h))
+    }
 
     /// The file size these counts imply, or None on overflow.
     fn file_bytes(&self) -> Option<u64> {
@@ -105,39 +146,7 @@ impl ConstraintMatrices {
     pub fn read_file(path: &Path) -> Result<Self> {
         let bad = |what: String| Error::malformed(path, what);
         let io = |e| Error::io(path, e);
-        let mut f = File::open(path).map_err(io)?;
-        let size = f.metadata().map_err(io)?.len();
-        let mut head = [0u8; Header::BYTES as usize];
-        f.read_exact(&mut head)
-            .map_err(|_| bad(format!("{size} bytes: too short for a matrix file header")))?;
-        if &head[..8] != MAGIC {
-            return Err(bad(
-                "not a zkforge constraint-matrix file (bad magic)".into()
-            ));
-        }
-        let word = |i: usize| u64::from_le_bytes(head[8 + 8 * i..16 + 8 * i].try_into().unwrap());
-        let h = Header {
-            inputs: word(0),
-            aux: word(1),
-            rows: word(2),
-            coefficients: word(3),
-            nonzeros: [word(4), word(5), word(6)],
-        };
-        match h.file_bytes() {
-            Some(expected) if expected == size => {}
-            expected => {
-                return Err(bad(format!(
-                    "header ({h:?}) implies {} bytes, the file has {size}",
-                    expected.map_or("more than 2^64".into(), |e| e.to_string())
-                )))
-            }
-        }
-        let limit = u32::MAX as u64;
-        if h.rows > limit || h.inputs + h.aux > limit || h.nonzeros.iter().any(|&n| n > limit) {
-            return Err(bad(format!(
-                "{h:?}: more rows, columns or entries than 2^32"
-            )));
-        }
+        let (f, h) = Header::read(path)?;
         // The coefficients and densities are small; the matrices (6.8 GB at 32 GiB PoRep) are
         // read by several threads, each faulting in the pages it fills.
         let mut r = std::io::BufReader::with_capacity(1 << 22, &f);
@@ -193,6 +202,26 @@ impl ConstraintMatrices {
         };
         m.validate().map_err(bad)?;
         Ok(m)
+    }
+
+    /// The shape of the matrices in `path` from its header and its B-input density (bytes,
+    /// not the gigabytes of entries), checked as [`read_file`](Self::read_file) checks them.
+    pub fn read_shape(path: &Path) -> Result<MatricesShape> {
+        let (f, h) = Header::read(path)?;
+        let words = h.inputs.div_ceil(64) as usize;
+        let offset = Header::BYTES + 32 * h.coefficients + 8 * h.aux.div_ceil(64);
+        let b_inputs: Vec<u64> = read_vec_at(&f, offset, words).map_err(|e| Error::io(path, e))?;
+        let b_inputs = Density::from_words(b_inputs, h.inputs as usize).ok_or_else(|| {
+            Error::malformed(path, "the B-input density has bits set beyond its end")
+        })?;
+        Ok(MatricesShape {
+            num_inputs: h.inputs as usize,
+            num_aux: h.aux as usize,
+            b_dense_inputs: b_inputs.count(),
+            rows: h.rows as usize,
+            coefficients: h.coefficients as usize,
+            nonzeros: h.nonzeros.map(|n| n as usize),
+        })
     }
 
     /// Checks every internal index, so that products never read out of bounds.

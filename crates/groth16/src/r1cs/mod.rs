@@ -111,9 +111,53 @@ impl ConstraintMatrices {
                 * 8
     }
 
+    /// The counts a placement is planned with (also read from a recording's header alone,
+    /// [`read_shape`](Self::read_shape)).
+    pub fn shape(&self) -> MatricesShape {
+        MatricesShape {
+            num_inputs: self.num_inputs,
+            num_aux: self.num_aux,
+            b_dense_inputs: self.b_input_density.count(),
+            rows: self.num_constraints(),
+            coefficients: self.coefficients.len(),
+            nonzeros: [&self.a, &self.b, &self.c].map(SparseMatrix::nonzeros),
+        }
+    }
+
     /// `(inputs, aux)` counts a circuit must have to be described by these matrices.
     pub fn assignment_shape(&self) -> (usize, usize) {
         (self.num_inputs, self.num_aux)
+    }
+}
+
+/// What a placement needs to know of recorded matrices: their counts, not their entries. A
+/// daemon plans with it at start from a recording's header, before the matrices (gigabytes at
+/// 32 GiB) are read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MatricesShape {
+    /// Public inputs, ONE included.
+    pub num_inputs: usize,
+    pub num_aux: usize,
+    /// Inputs with a non-zero coefficient somewhere in B.
+    pub b_dense_inputs: usize,
+    /// Constraints, the per-input rows included.
+    pub rows: usize,
+    /// Distinct coefficient values.
+    pub coefficients: usize,
+    /// Non-zero entries of A, B and C.
+    pub nonzeros: [usize; 3],
+}
+
+impl MatricesShape {
+    /// Host bytes of matrices of this shape: [`ConstraintMatrices::heap_bytes`] exactly.
+    pub fn host_bytes(&self) -> u64 {
+        let rows = 3 * (self.rows as u64 + 1) * 4;
+        let entries: u64 = self.nonzeros.iter().map(|&n| n as u64 * 8).sum();
+        let words = |bits: usize| bits.div_ceil(64) as u64 * 8;
+        rows + entries
+            + self.coefficients as u64 * 32
+            + 2 * words(self.num_aux)
+            + words(self.num_inputs)
     }
 }
 

@@ -96,6 +96,14 @@ fn files_round_trip_and_damage_is_named() {
     let path = dir.path().join("c.r1cs");
     m.write_file(&path).unwrap();
     assert_eq!(ConstraintMatrices::read_file(&path).unwrap(), m);
+    // The header and the B-input density alone give the shape a placement plans with.
+    let shape = ConstraintMatrices::read_shape(&path).unwrap();
+    assert_eq!(shape, m.shape());
+    assert!(
+        shape.b_dense_inputs > 0,
+        "{shape:?}: the density's offset is exercised"
+    );
+    assert_eq!(shape.host_bytes(), m.heap_bytes() as u64);
 
     let bytes = std::fs::read(&path).unwrap();
     let damaged = |edit: &dyn Fn(&mut Vec<u8>)| {
@@ -108,6 +116,10 @@ fn files_round_trip_and_damage_is_named() {
     };
     assert!(damaged(&|b| b.truncate(b.len() - 1)).contains("implies"));
     assert!(damaged(&|b| b[0] = b'X').contains("magic"));
+    let bad_shape = ConstraintMatrices::read_shape(&path)
+        .unwrap_err()
+        .to_string();
+    assert!(bad_shape.contains("magic"), "{bad_shape}");
     // A huge count in the header is refused before anything is allocated.
     assert!(damaged(&|b| b[16..24].copy_from_slice(&u64::MAX.to_le_bytes())).contains("implies"));
     // The last entry's column pointing past the variables.
