@@ -13,11 +13,15 @@
 # "auto" memory budget starts from MemAvailable, which the tmpfs's pages are not part of.
 # HOLD=N: a second process holds all but N GiB of the card while each kind's daemon runs
 # (scripts/hold-vram.py), so the daemon meets an N GiB card (issue 35).
+# BINS="zkforge zkforge-b" with ROUNDS=R: the daemons of those binaries of $BIN take turns on
+# each kind's one key, R rounds (A B A B ...): two builds side by side in one run. Each turn's
+# files are named with the kind and, beyond the first binary, the binary's name.
 # On the CPU (BIN=target/release BACKEND=cpu KINDS=winning-post) this runs on any machine;
 # the larger kinds need the GPU path's generation and memory. Output as in gpu-common.sh.
 source "$(dirname "$0")/gpu-common.sh"
 kinds="${KINDS:-winning-post window-post snap}"
 backend="${BACKEND:-cuda}"
+bins="${BINS:-zkforge}"
 size="${SIZE:-32GiB}"
 fx="$work/fx-post-$size"
 params="$FIL_PROOFS_PARAMETER_CACHE"
@@ -64,27 +68,33 @@ for kind in $kinds; do
       printf '[engine]\nsynthesis_workers = %s\n' "$SYNTH_WORKERS"
     fi
   } > "$work/daemon-$kind.toml"
-  holder=""
-  if [ -n "${HOLD:-}" ]; then
-    python3 "$root/scripts/hold-vram.py" "$HOLD" > "$out/holder-$kind.log" 2>&1 &
-    holder=$!
-    for _ in $(seq 1 60); do grep -q holding "$out/holder-$kind.log" && break; sleep 1; done
-    tee -a "$out/summary.txt" < "$out/holder-$kind.log"
-  fi
-  daemon_up "$out/daemon-$kind.log" --config "$work/daemon-$kind.toml"
-  run "batch-$kind" 560 "$zk" bench batch --addr 127.0.0.1:9820 --type "$kind" --fixtures "$fx" \
-    --params "$params" -c "${PROOFS:-2}" -j 1 --verify --json "$out/batch-$kind.json"
-  tail -n 10 "$out/batch-$kind.log" | tee -a "$out/summary.txt"
-  http_status 9821 > "$out/status-$kind.json" 2>&1
-  grep -oE '"(process_peak_rss_bytes|memory_peak_bytes|vram_reserved_bytes)": ?[0-9]+' \
-    "$out/status-$kind.json" | tee -a "$out/summary.txt"
-  kill -TERM "$daemon"; wait "$daemon"
-  [ -n "$holder" ] && kill "$holder" 2>/dev/null && wait "$holder" 2>/dev/null
-  grep -E "read from its file|placement|page-locked|on the device|killed|panicked|ERROR" \
-    "$out/daemon-$kind.log" | sed 's/\x1b\[[0-9;]*m//g' | cut -c1-500 | tee -a "$out/summary.txt"
-  "$zk" timeline "$out/daemon-$kind.log" --svg "$out/timeline-$kind-$size.svg" \
-    > "$out/timeline-$kind.txt" 2>&1
-  tail -n 8 "$out/timeline-$kind.txt"
+  for round in $(seq 1 "${ROUNDS:-1}"); do for b in $bins; do
+    # The first binary's files keep the names of a one-binary run.
+    tag="$kind"; [ "$b" = "${bins%% *}" ] || tag="$kind-$b"
+    [ "${ROUNDS:-1}" = 1 ] || tag="$tag-r$round"
+    echo "== $b, round $round" | tee -a "$out/summary.txt"
+    holder=""
+    if [ -n "${HOLD:-}" ]; then
+      python3 "$root/scripts/hold-vram.py" "$HOLD" > "$out/holder-$tag.log" 2>&1 &
+      holder=$!
+      for _ in $(seq 1 60); do grep -q holding "$out/holder-$tag.log" && break; sleep 1; done
+      tee -a "$out/summary.txt" < "$out/holder-$tag.log"
+    fi
+    zk="$work/$b" daemon_up "$out/daemon-$tag.log" --config "$work/daemon-$kind.toml"
+    run "batch-$tag" 560 "$zk" bench batch --addr 127.0.0.1:9820 --type "$kind" --fixtures "$fx" \
+      --params "$params" -c "${PROOFS:-2}" -j 1 --verify --json "$out/batch-$tag.json"
+    tail -n 10 "$out/batch-$tag.log" | tee -a "$out/summary.txt"
+    http_status 9821 > "$out/status-$tag.json" 2>&1
+    grep -oE '"(process_peak_rss_bytes|memory_peak_bytes|vram_reserved_bytes)": ?[0-9]+' \
+      "$out/status-$tag.json" | tee -a "$out/summary.txt"
+    kill -TERM "$daemon"; wait "$daemon"
+    [ -n "$holder" ] && kill "$holder" 2>/dev/null && wait "$holder" 2>/dev/null
+    grep -E "read from its file|placement|page-locked|on the device|killed|panicked|ERROR" \
+      "$out/daemon-$tag.log" | sed 's/\x1b\[[0-9;]*m//g' | cut -c1-500 | tee -a "$out/summary.txt"
+    "$zk" timeline "$out/daemon-$tag.log" --svg "$out/timeline-$tag-$size.svg" \
+      > "$out/timeline-$tag.txt" 2>&1
+    tail -n 8 "$out/timeline-$tag.txt"
+  done; done
   # The next kind's key needs the disk; the .vk files stay for later verification.
   [ "${KEEP:-0}" = 1 ] || find "$params" "$work/matrices" -name '*.params' -o -name '*.r1cs' \
     2>/dev/null | xargs -r rm -f
