@@ -1,15 +1,18 @@
-//! What the engine's fault and memory tests share: keys of a small synthetic circuit, served
-//! from memory, and a check that a completed job's proofs verify.
+//! What the engine's fault, memory and placement tests share: keys of a small synthetic
+//! circuit, served from memory, a check that a completed job's proofs verify, and a job that
+//! must be refused at once.
 
 #![allow(dead_code)]
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Result;
 use rand_core::SeedableRng;
 use zkforge_circuits::{ParamsId, PartitionedCircuit, ProofKind, SyntheticCircuit, SyntheticJob};
-use zkforge_engine::{Engine, EngineConfig, JobRequest, ParamsSource};
+use zkforge_engine::{Engine, EngineConfig, Failure, JobOutcome, JobRequest, ParamsSource};
 use zkforge_groth16::generator::generate_random_keys;
 use zkforge_groth16::{
     EvaluationSite, LoadedKey, PartitionPlan, Proof, ProverBackend, ProvingKey, QueryLengths,
@@ -80,4 +83,48 @@ pub fn proofs_verify(pk: &ProvingKey, j: &SyntheticJob, bytes: &[u8]) -> bool {
             let p = Proof::from_bytes(c).unwrap();
             zkforge_groth16::verify::verify(&pk.vk, &p, &inputs).unwrap()
         })
+}
+
+/// A source that counts the keys it loads.
+pub struct CountingSource {
+    pub keys: MemorySource,
+    pub loads: Arc<AtomicUsize>,
+}
+
+impl ParamsSource for CountingSource {
+    fn lengths(&self, id: &ParamsId) -> Result<QueryLengths> {
+        self.keys.lengths(id)
+    }
+    fn load(&self, id: &ParamsId, in_file: bool) -> Result<LoadedKey> {
+        self.loads.fetch_add(1, Ordering::SeqCst);
+        self.keys.load(id, in_file)
+    }
+}
+
+/// Starts an engine on `backend` with `budget` over a counting source of the 2^10 key, submits
+/// one job and returns how it ended, how long that took and how many keys were loaded.
+pub fn refused(budget: u64, backend: Arc<dyn ProverBackend>) -> (Failure, Duration, usize) {
+    let (id, pk) = keys(10);
+    let loads = Arc::new(AtomicUsize::new(0));
+    let source = CountingSource {
+        keys: MemorySource([(id.stem, pk)].into_iter().collect()),
+        loads: loads.clone(),
+    };
+    let e = Engine::start(
+        EngineConfig {
+            memory_budget: budget.to_string(),
+            ..Default::default()
+        },
+        backend,
+        Box::new(source),
+    )
+    .unwrap();
+    let t = std::time::Instant::now();
+    let id = submit(&e, job(10, 1));
+    let outcome = e.wait(id, Some(Duration::from_secs(30))).unwrap();
+    let took = t.elapsed();
+    match outcome.map(|r| r.outcome) {
+        Some(JobOutcome::Failed(f)) => (f, took, loads.load(Ordering::SeqCst)),
+        other => panic!("the job should fail at once: {other:?}"),
+    }
 }
