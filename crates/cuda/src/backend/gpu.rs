@@ -1,191 +1,26 @@
 //! `Gpu`: one device's share of the backend: worker stream handles, the kernel lock, the VRAM
 //! budget, and the proving keys whose bases live there (LRU, or streamed when they do not fit).
 
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
-
-use blstrs::{G1Affine, G2Affine};
 
 use zkforge_groth16::prover::placement::{Item, NoPlacement, Placement};
 use zkforge_groth16::r1cs::ConstraintMatrices;
-use zkforge_groth16::srs::Query;
-use zkforge_groth16::{KeyRef, PriorityLock, ProvingKey, QueryLengths, Urgency};
+use zkforge_groth16::{KeyRef, PriorityLock, QueryLengths, Urgency};
 
+use super::items::{
+    AuxQueries, DeviceMatricesOf, InputBases, ItemId, KeyId, OnDevice, OnDeviceHeld,
+    ResidentQueries,
+};
 use crate::context::lock;
-use crate::host::g1_affine_as_u64;
 use crate::options::CudaOptions;
 use crate::placement::{self, GpuFacts, KeyShape, Order, OrderBytes};
-use crate::resident::{Acquired, Held, ResidentSet, Wait};
-use crate::spmv::{matrices_bytes, DeviceMatrices, StreamedMatrices};
+use crate::resident::{Acquired, ResidentSet, Wait};
+use crate::spmv::matrices_bytes;
 use crate::vram::{gib, VramBudget};
-use crate::{CudaDevice, CudaError, DeviceBasesG1, DeviceBasesG2};
+use crate::{CudaDevice, CudaError};
 
-/// Which key a set of bases belongs to, and the input split they were cut at.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct KeyId {
-    origin: u64,
-    n_in: usize,
-    b_in: usize,
-}
-
-impl KeyId {
-    pub fn of(key: KeyRef<'_>, n_in: usize, b_in: usize) -> Self {
-        use std::hash::{Hash, Hasher};
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        match key {
-            // Addresses, lengths and the first and last H and L points: a key loaded later at
-            // the same addresses must not reuse another key's bases.
-            KeyRef::Memory(pk) => {
-                for q in [&pk.h, &pk.l, &pk.a, &pk.b_g1] {
-                    (q.as_ptr() as usize, q.len()).hash(&mut hasher);
-                    for p in [q.first(), q.last()].into_iter().flatten() {
-                        g1_affine_as_u64(std::slice::from_ref(p)).hash(&mut hasher);
-                    }
-                }
-                pk.b_g2.len().hash(&mut hasher);
-            }
-            // The same file, unchanged since: the same key.
-            KeyRef::File(f) => f.identity().hash(&mut hasher),
-        }
-        Self {
-            origin: hasher.finish(),
-            n_in,
-            b_in,
-        }
-    }
-}
-
-/// The input-side prefixes of the A and B queries, summed on the host (a few hundred terms):
-/// kept decoded beside the device bases.
-pub(crate) struct InputBases {
-    pub a: Vec<G1Affine>,
-    pub b_g1: Vec<G1Affine>,
-    pub b_g2: Vec<G2Affine>,
-}
-
-impl InputBases {
-    fn of(key: KeyRef<'_>, n_in: usize, b_in: usize) -> Result<Self, CudaError> {
-        let bad = CudaError::Groth16;
-        Ok(match key {
-            KeyRef::Memory(pk) => Self {
-                a: pk.a[..n_in].to_vec(),
-                b_g1: pk.b_g1[..b_in].to_vec(),
-                b_g2: pk.b_g2[..b_in].to_vec(),
-            },
-            KeyRef::File(f) => Self {
-                a: f.g1_points(Query::A, 0, n_in).map_err(bad)?,
-                b_g1: f.g1_points(Query::BG1, 0, b_in).map_err(bad)?,
-                b_g2: f.g2_points(0, b_in).map_err(bad)?,
-            },
-        })
-    }
-}
-
-/// The aux-side bases of one key on the device (the input-side prefixes stay on the CPU):
-/// those its plan keeps resident; the others stream from host memory at every MSM.
-#[derive(Default)]
-pub(crate) struct ResidentQueries {
-    pub h: Option<DeviceBasesG1>,
-    pub l: Option<DeviceBasesG1>,
-    pub a_aux: Option<DeviceBasesG1>,
-    pub b_g1_aux: Option<DeviceBasesG1>,
-    pub b_g2_aux: Option<DeviceBasesG2>,
-}
-
-/// All five queries, for the resident order.
-pub(crate) struct AllQueries<'a> {
-    pub h: &'a DeviceBasesG1,
-    pub l: &'a DeviceBasesG1,
-    pub a_aux: &'a DeviceBasesG1,
-    pub b_g1_aux: &'a DeviceBasesG1,
-    pub b_g2_aux: &'a DeviceBasesG2,
-}
-
-impl ResidentQueries {
-    pub fn any(&self) -> bool {
-        self.h.is_some()
-            || self.l.is_some()
-            || self.a_aux.is_some()
-            || self.b_g1_aux.is_some()
-            || self.b_g2_aux.is_some()
-    }
-
-    pub fn all(&self) -> Option<AllQueries<'_>> {
-        Some(AllQueries {
-            h: self.h.as_ref()?,
-            l: self.l.as_ref()?,
-            a_aux: self.a_aux.as_ref()?,
-            b_g1_aux: self.b_g1_aux.as_ref()?,
-            b_g2_aux: self.b_g2_aux.as_ref()?,
-        })
-    }
-}
-
-/// The circuit's recorded matrices as a partition's products read them.
-pub(crate) enum DeviceMatricesOf {
-    /// No recording: a, b, c come with the witness.
-    None,
-    Resident(Box<DeviceMatrices>),
-    /// Copied block by block from the engine's (page-locked) host matrices.
-    Streamed(StreamedMatrices),
-}
-
-/// What a partition proves against on one GPU: the key's bases its plan keeps resident, the
-/// circuit's constraint matrices (resident or streamed), and how its partitions run. Kept
-/// together because a partition needs all of it: acquiring them as one item means no
-/// partition ever holds one while waiting for room for the other.
-pub(crate) struct OnDevice {
-    pub inputs: InputBases,
-    pub queries: ResidentQueries,
-    pub matrices: DeviceMatricesOf,
-    /// The order partitions run in against this item, and the device bytes each reserves.
-    pub order: Order,
-    pub partition_bytes: u64,
-    /// Page-locked staging for queries streamed from the key's file, kept between partitions.
-    pub file_staging: super::chunks::StagingPool,
-    /// Keeps the recorded matrices' address, part of the item's id, from being reused: a weak
-    /// reference holds the allocation of the `Arc`, not the 6.84 GiB of host matrices, which
-    /// go when the engine's parameter set lets go of them (its memory budget stops counting
-    /// them then).
-    _of: Option<Weak<ConstraintMatrices>>,
-}
-
-/// Which key (cut at which inputs) and which matrices an item holds, which of them resident
-/// (the plan's, `Item::ALL`'s bits), and in which order its partitions run.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) struct ItemId {
-    key: KeyId,
-    matrices: Option<usize>,
-    resident: u8,
-    order: Order,
-}
-
-/// An item on the device, held by the partition using it.
-pub(crate) type OnDeviceHeld = Held<ItemId, OnDevice>;
-
-/// The aux-side bases of a key in host memory: what goes to the device (resident) or is read
-/// chunk by chunk (streamed). The input-side prefixes stay on the CPU.
-pub(crate) struct AuxQueries<'a> {
-    pub h: &'a [G1Affine],
-    pub l: &'a [G1Affine],
-    pub a_aux: &'a [G1Affine],
-    pub b_g1_aux: &'a [G1Affine],
-    pub b_g2_aux: &'a [G2Affine],
-}
-
-impl<'a> AuxQueries<'a> {
-    pub fn of(pk: &'a ProvingKey, n_in: usize, b_in: usize) -> Self {
-        let (n_in, b_in) = (n_in.min(pk.a.len()), b_in.min(pk.b_g1.len()));
-        Self {
-            h: &pk.h,
-            l: &pk.l,
-            a_aux: &pk.a[n_in..],
-            b_g1_aux: &pk.b_g1[b_in..],
-            b_g2_aux: &pk.b_g2[b_in..],
-        }
-    }
-}
-
+/// One device's share of the backend.
 pub(crate) struct Gpu {
     pub ordinal: usize,
     pub main: CudaDevice,
@@ -287,12 +122,12 @@ impl Gpu {
             inputs,
             matrices_bytes,
             partition_bytes: OrderBytes {
-                resident: super::partition::footprint(lengths, &self.main.msm.options),
-                phased: super::phased::footprint(
+                resident: super::footprint::resident(lengths, &self.main.msm.options),
+                phased: super::footprint::phased(
                     lengths,
                     &self.main.msm.options,
                     chunk,
-                    super::phased::block_bytes(chunk),
+                    super::footprint::block_bytes(chunk),
                 ),
             },
         }
@@ -405,7 +240,7 @@ impl Gpu {
                 DeviceMatricesOf::Resident(Box::new(d.upload_matrices(m)?))
             }
             Some(m) => {
-                let block = super::phased::block_bytes(self.facts.stream_chunk_bytes());
+                let block = super::footprint::block_bytes(self.facts.stream_chunk_bytes());
                 DeviceMatricesOf::Streamed(d.stream_matrices(m, block as usize)?)
             }
         };

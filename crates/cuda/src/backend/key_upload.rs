@@ -11,7 +11,8 @@ use zkforge_groth16::prover::placement::Item;
 use zkforge_groth16::srs::Query;
 use zkforge_groth16::ParamsFile;
 
-use super::gpu::ResidentQueries;
+use super::chunks::READ_THREADS;
+use super::items::ResidentQueries;
 use crate::context::{grid, Core, DeviceBasesG1, DeviceBasesG2};
 use crate::decode::decode_error;
 use crate::pinned::PinnedBuffer;
@@ -21,11 +22,6 @@ use crate::{CudaDevice, CudaError};
 const CHUNK_BYTES: usize = 192 << 20;
 /// Page-locked host memory one upload holds (the engine's budget reserves it with the key).
 pub(crate) const STAGING_HOST_BYTES: u64 = 2 * CHUNK_BYTES as u64;
-
-/// Threads that read a chunk from the file, in pieces. Their own pool: in the daemon the key
-/// is staged while the first partitions are synthesized on every core, and reads queued on
-/// rayon's global pool waited behind synthesis (47 GB at 4.1 GB/s on the H200 box, issue 24).
-pub(crate) const READ_THREADS: usize = 8;
 
 /// Two staging slots: one being filled from disk while the other is on the device.
 struct Staging {

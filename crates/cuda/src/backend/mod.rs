@@ -5,11 +5,14 @@
 //! once and reused.
 
 mod chunks;
+mod footprint;
 mod gpu;
+mod items;
 mod key_upload;
 mod partition;
 mod phased;
 mod pinner;
+mod timing;
 
 use std::sync::Arc;
 
@@ -28,7 +31,7 @@ use pinner::CudaPinner;
 /// Device bytes one partition of a key of these lengths reserves on a GPU configured with
 /// `options` (for tests and capacity planning).
 pub fn partition_footprint(lengths: &QueryLengths, options: &CudaOptions) -> u64 {
-    partition::footprint(lengths, &options.msm)
+    footprint::resident(lengths, &options.msm)
 }
 
 /// Proves on one or more GPUs.

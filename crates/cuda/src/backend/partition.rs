@@ -6,32 +6,19 @@
 
 use std::time::{Duration, Instant};
 
-use blstrs::{G1Projective, G2Projective};
-use zkforge_groth16::msm::{msm, msm_with_density, G1, G2};
 use zkforge_groth16::poly::Domain;
 use zkforge_groth16::{
-    exec::reaper, EvaluationSite, Evaluations, KeyRef, PartitionPlan, Phase, ProveReport,
-    QueryLengths, QuerySums, Scalar, Urgency, Witness,
+    exec::reaper, Evaluations, KeyRef, Phase, ProveReport, QuerySums, Urgency, Witness,
 };
 
-use super::gpu::{DeviceMatricesOf, Gpu, InputBases, OnDevice, KEY_ROOM_WAIT};
+use super::gpu::{Gpu, KEY_ROOM_WAIT};
+use super::items::{DeviceMatricesOf, InputSums, OnDevice};
 use super::phased;
+use super::timing::{phase, since, timed};
 use crate::context::DeviceScalars;
-use crate::host::MsmOptions;
 use crate::placement::Order;
 use crate::resident::Wait;
-use crate::{msm as gpu_msm, CFrom, CudaDevice, CudaError, DeviceMatrices};
-
-/// Device bytes one partition of a key of these lengths may use at its peak: its scalars
-/// (the key's [`PartitionPlan`]) plus the largest MSM's scratch.
-pub(crate) fn footprint(lengths: &QueryLengths, msm: &MsmOptions) -> u64 {
-    // What the device holds is the same whether a, b, c are uploaded or computed there.
-    let plan = PartitionPlan::new(lengths, EvaluationSite::Device);
-    let scalars = (plan.device_scalars() * std::mem::size_of::<Scalar>()) as u64;
-    let scratch = gpu_msm::scratch_bytes(plan.domain.max(plan.aux), 24, msm)
-        .max(gpu_msm::scratch_bytes(plan.b_aux, 48, msm));
-    scalars + scratch + (64 << 20)
-}
+use crate::{CFrom, CudaDevice, CudaError, DeviceMatrices};
 
 /// a, b, c on the device: uploaded, or still to be computed there from the resident matrices.
 enum DeviceEvaluations<'a> {
@@ -48,25 +35,6 @@ struct Uploaded<'a> {
     aux: DeviceScalars,
     a_aux: DeviceScalars,
     b_aux: DeviceScalars,
-}
-
-/// Σ over the public inputs of the A and B queries, on the host.
-pub(super) struct InputSums {
-    pub a: G1Projective,
-    pub b_g1: G1Projective,
-    pub b_g2: G2Projective,
-}
-
-fn input_sums(bases: &InputBases, w: &Witness) -> InputSums {
-    InputSums {
-        a: msm::<G1>(&bases.a, &w.inputs),
-        b_g1: msm_with_density::<G1>(&bases.b_g1, &w.inputs, &w.b_input_density),
-        b_g2: msm_with_density::<G2>(&bases.b_g2, &w.inputs, &w.b_input_density),
-    }
-}
-
-fn since(t0: Instant) -> f64 {
-    t0.elapsed().as_secs_f64() * 1e3
 }
 
 pub(crate) fn query_sums(
@@ -88,7 +56,7 @@ pub(crate) fn query_sums(
     let wait = Wait::For(KEY_ROOM_WAIT);
     let on_device = when_room(|| gpu.on_device(key, (n_in, b_in), matrices, urgency, wait))?
         .ok_or_else(|| CudaError::NoRoom("no room on the device for the key".into()))?;
-    let inputs = input_sums(&on_device.inputs, &w);
+    let inputs = on_device.inputs.sums(&w);
     let dev = gpu.handle()?;
     let acquired = since(t0);
     let _vram = gpu.vram.reserve(on_device.partition_bytes, "a partition")?;
@@ -180,15 +148,6 @@ fn when_room<R>(mut f: impl FnMut() -> Result<R, CudaError>) -> Result<R, CudaEr
     }
 }
 
-/// Runs `f` on `dev`'s stream; its result and the device time it took, in ms.
-fn timed<R>(
-    dev: &CudaDevice,
-    f: impl FnOnce(&CudaDevice) -> Result<R, CudaError>,
-) -> Result<(R, f64), CudaError> {
-    let (r, ms) = dev.timed(f)?;
-    Ok((r?, ms as f64))
-}
-
 fn upload<'a>(
     d: &CudaDevice,
     w: &Witness,
@@ -220,24 +179,6 @@ fn upload<'a>(
         a_aux,
         b_aux,
     })
-}
-
-/// Adds a phase timed on the device around `f`.
-pub(super) fn phase<R>(
-    dev: &CudaDevice,
-    name: &'static str,
-    t0: Instant,
-    report: &mut ProveReport,
-    f: impl FnOnce(&CudaDevice) -> Result<R, CudaError>,
-) -> Result<R, CudaError> {
-    let start = since(t0);
-    let (r, duration_ms) = timed(dev, f)?;
-    report.phases.push(Phase {
-        name,
-        start_ms: start,
-        duration_ms,
-    });
-    Ok(r)
 }
 
 fn kernels(

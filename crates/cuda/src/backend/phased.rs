@@ -18,58 +18,19 @@
 
 use std::time::Instant;
 
-use zkforge_groth16::{
-    exec::reaper, EvaluationSite, Evaluations, PartitionPlan, QueryLengths, QuerySums,
-};
+use zkforge_groth16::{exec::reaper, Evaluations, QuerySums};
 use zkforge_groth16::{KeyRef, ProveReport, Scalar, Witness};
 
 use blstrs::G1Affine;
 use zkforge_groth16::srs::Query;
 
 use super::chunks::{with_chunked_msms, Bases, G1_LIMBS, G2_LIMBS};
-use super::gpu::{AuxQueries, DeviceMatricesOf, OnDevice};
-use super::partition::{phase, InputSums};
+use super::footprint::{self, block_bytes, MARGIN};
+use super::items::{AuxQueries, DeviceMatricesOf, InputSums, OnDevice};
+use super::timing::phase;
 use crate::context::DeviceScalars;
-use crate::host::{g1_affine_as_u64, g2_affine_as_u64, MsmOptions};
-use crate::msm as gpu_msm;
+use crate::host::{g1_affine_as_u64, g2_affine_as_u64};
 use crate::{CudaDevice, CudaError};
-
-/// Device bytes one partition of a key of these lengths holds at its peak in this order, its
-/// MSMs cut into chunks of `chunk_bytes` and its streamed matrices into blocks of at most
-/// `block_bytes`.
-pub(crate) fn footprint(
-    lengths: &QueryLengths,
-    msm: &MsmOptions,
-    chunk_bytes: u64,
-    block_bytes: u64,
-) -> u64 {
-    let plan = PartitionPlan::new(lengths, EvaluationSite::Device);
-    let s = std::mem::size_of::<Scalar>() as u64;
-    let (d, x, xa, xb, inputs) = (
-        plan.domain as u64 * s,
-        plan.aux as u64 * s,
-        plan.a_aux as u64 * s,
-        plan.b_aux as u64 * s,
-        plan.inputs as u64 * s,
-    );
-    let words = (chunk_bytes / 8) as usize;
-    let g1 = super::chunks::chunk_points(words, G1_LIMBS);
-    let g2 = super::chunks::chunk_points(words, G2_LIMBS);
-    // A chunk's MSM scratch, its two buffers beside it.
-    let chunked = 2 * chunk_bytes
-        + gpu_msm::scratch_bytes(g1, 24, msm).max(gpu_msm::scratch_bytes(g2, 48, msm));
-    let phases = [
-        x + inputs + 2 * d + block_bytes,
-        3 * d,
-        d + x + chunked,
-        x + xa + xb,
-        xa + xb + chunked,
-    ];
-    phases.into_iter().max().unwrap_or(0) + MARGIN
-}
-
-/// Device bytes a partition reserves beyond its phases' largest (allocation rounding).
-const MARGIN: u64 = 64 << 20;
 
 /// The witness's scalars on the device before the kernel lock: the aux and inputs when the
 /// device computes a, b, c; a, b, c themselves when synthesis did.
@@ -150,12 +111,6 @@ pub(crate) fn kernels(
     })
 }
 
-/// Bytes of one block of streamed matrices: a chunk's, at most 64 MiB, so that the products'
-/// phase (the aux, a, b and a block) stays under the h step's three vectors at 32 GiB.
-pub(crate) fn block_bytes(chunk_bytes: u64) -> u64 {
-    chunk_bytes.min(64 << 20)
-}
-
 /// The five MSMs in chunks, each over its resident bases or streamed from the key in host
 /// memory, the aux uploaded again beside H's.
 fn msms<'a>(
@@ -220,7 +175,7 @@ fn msms<'a>(
     // reservation the vectors live beside it leave (the h step's three vectors are the peak;
     // the MSMs' own phases are below it, H's by a chunk, L's and the others' by much more).
     let s = std::mem::size_of::<Scalar>() as u64;
-    let reserved = footprint(
+    let reserved = footprint::phased(
         &key.lengths(),
         &d.msm.options,
         chunk_bytes as u64,
@@ -264,25 +219,11 @@ fn msms<'a>(
 mod tests {
     use super::*;
 
+    use zkforge_groth16::{EvaluationSite, PartitionPlan};
+
+    use crate::host::MsmOptions;
+    use crate::msm as gpu_msm;
     use crate::placement::tests::porep_32g_lengths as porep_32g;
-
-    const GIB: u64 = 1 << 30;
-
-    #[test]
-    fn at_32_gib_the_h_steps_three_vectors_are_the_peak() {
-        let msm = MsmOptions::default();
-        for chunk in [1u64 << 22, 1 << 23] {
-            let bytes = footprint(&porep_32g(), &msm, chunk * 96, block_bytes(chunk * 96));
-            println!(
-                "chunk {chunk}: {bytes} bytes, {:.3} GiB",
-                bytes as f64 / GIB as f64
-            );
-            assert_eq!(bytes, 12 * GIB + (64 << 20), "chunk {chunk}");
-        }
-        // The resident order reserves 29.94 GiB for the same partition.
-        let resident = super::super::partition::footprint(&porep_32g(), &msm);
-        assert!(resident > 29 * GIB, "{resident}");
-    }
 
     #[test]
     fn resident_msms_take_the_room_below_the_peak_and_no_more() {
@@ -290,7 +231,7 @@ mod tests {
         let msm = MsmOptions::default();
         let chunk_bytes = (1u64 << 23) * 96;
         let reserved =
-            footprint(&porep_32g(), &msm, chunk_bytes, block_bytes(chunk_bytes)) - MARGIN;
+            footprint::phased(&porep_32g(), &msm, chunk_bytes, block_bytes(chunk_bytes)) - MARGIN;
         let plan = PartitionPlan::new(&porep_32g(), EvaluationSite::Device);
         let s = 32u64;
         let floor = 1usize << 23;
