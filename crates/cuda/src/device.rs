@@ -336,20 +336,6 @@ impl CudaDevice {
         StreamedMatrices::new(&self.core, m, block_bytes)
     }
 
-    /// A·z and B·z over the host matrices `m` (cut as `streamed` says, made from the same `m`),
-    /// zero-padded to `padded` rows.
-    pub fn streamed_products(
-        &self,
-        m: &ConstraintMatrices,
-        streamed: &StreamedMatrices,
-        inputs: &DeviceScalars,
-        aux: &DeviceScalars,
-        padded: usize,
-    ) -> Result<[DeviceScalars; 2], CudaError> {
-        self.spmv
-            .streamed_products(&self.core, m, streamed, inputs, aux, padded)
-    }
-
     /// c = a∘b over the domain (a synthesized witness satisfies every constraint).
     pub fn hadamard(
         &self,

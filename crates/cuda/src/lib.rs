@@ -9,47 +9,39 @@ pub mod placement;
 mod resident;
 mod vram;
 
-#[cfg(feature = "cuda")]
-mod backend;
-#[cfg(feature = "cuda")]
-mod context;
-#[cfg(feature = "cuda")]
-mod decode;
-#[cfg(feature = "cuda")]
-mod device;
-#[cfg(feature = "cuda")]
-mod keygen;
-#[cfg(feature = "cuda")]
-mod link;
-#[cfg(feature = "cuda")]
-mod msm;
-#[cfg(feature = "cuda")]
-mod ntt;
-#[cfg(feature = "cuda")]
-mod pinned;
-#[cfg(feature = "cuda")]
-mod readback;
-#[cfg(feature = "cuda")]
-mod scan;
-#[cfg(feature = "cuda")]
-mod spmv;
-#[cfg(feature = "cuda")]
-mod staging;
+/// Items that exist only with the `cuda` feature (the kernels and their host side); without
+/// it, `stub.rs` stands in for the public ones.
+macro_rules! with_cuda {
+    ($($item:item)*) => { $( #[cfg(feature = "cuda")] $item )* };
+}
+
+with_cuda! {
+    mod backend;
+    mod context;
+    mod decode;
+    mod device;
+    mod keygen;
+    mod link;
+    mod msm;
+    mod ntt;
+    mod pinned;
+    mod readback;
+    mod scan;
+    mod spmv;
+    mod staging;
+
+    pub use backend::{partition_footprint, CudaBackend};
+    pub use context::{DeviceBasesG1, DeviceBasesG2, DeviceScalars};
+    pub use device::CudaDevice;
+    pub use keygen::CudaFixedBase;
+    pub use spmv::{matrices_bytes, DeviceMatrices};
+}
+
 #[cfg(not(feature = "cuda"))]
 mod stub;
 
-#[cfg(feature = "cuda")]
-pub use backend::{partition_footprint, CudaBackend};
-#[cfg(feature = "cuda")]
-pub use context::{DeviceBasesG1, DeviceBasesG2, DeviceScalars};
-#[cfg(feature = "cuda")]
-pub use device::CudaDevice;
 pub use error::CudaError;
-#[cfg(feature = "cuda")]
-pub use keygen::CudaFixedBase;
 pub use options::{parse_devices, CudaOptions, Residency};
-#[cfg(feature = "cuda")]
-pub use spmv::{matrices_bytes, DeviceMatrices};
 #[cfg(not(feature = "cuda"))]
 pub use stub::{CudaDevice, DeviceBasesG1, DeviceBasesG2, DeviceMatrices, DeviceScalars};
 pub use vram::{VramBudget, VramReservation};

@@ -146,20 +146,9 @@ impl Msm {
     }
 
     /// Σ scalars[i]·bases[i] over the first `n` scalars (Montgomery form) of `scalars` and
-    /// points (`C`'s affine layout) of `bases`, cut as `options` says. Views, so that a
-    /// streamed or phased MSM runs on a chunk of a larger buffer in place.
-    pub fn run<C: Curve>(
-        &self,
-        core: &Core,
-        bases: &CudaView<'_, u64>,
-        nbases: usize,
-        scalars: &CudaView<'_, u64>,
-        n: usize,
-    ) -> Result<C::Proj, CudaError> {
-        self.run_with::<C>(core, bases, nbases, scalars, n, &self.options)
-    }
-
-    /// As [`run`](Self::run), cut as `opts` says.
+    /// points (`C`'s affine layout) of `bases`, cut as `opts` says (`self.options` but where a
+    /// check or benchmark asks otherwise). Views, so that a streamed or phased MSM runs on a
+    /// chunk of a larger buffer in place.
     pub fn run_with<C: Curve>(
         &self,
         core: &Core,
@@ -442,12 +431,13 @@ impl Msm {
         let mut acc = C::Proj::identity();
         for start in (0..n).step_by(chunk.max(1)) {
             let len = chunk.max(1).min(n - start);
-            acc += self.run::<C>(
+            acc += self.run_with::<C>(
                 core,
                 &bases.slice(start * limbs..(start + len) * limbs),
                 len,
                 &scalars.buf.slice(start * 4..(start + len) * 4),
                 len,
+                &self.options,
             )?;
         }
         Ok(acc)

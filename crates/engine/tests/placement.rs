@@ -14,7 +14,14 @@ use zkforge_engine::{Engine, EngineConfig, FailureKind, JobOutcome};
 use zkforge_groth16::prover::placement::{
     Choices, Item, KeyPlacement, PlacementInputs, QueryPoints, ResidentTimes, WorkingSet,
 };
-use zkforge_groth16::{CpuBackend, LoadedKey, ProverBackend, QueryLengths};
+use zkforge_groth16::{CpuBackend, LoadedKey, ProverBackend, ProvingKey, QueryLengths};
+
+/// Proves one 2^10 job on `e`, which must complete.
+fn prove_one(e: &Engine) {
+    let done = e.wait(submit(e, job(10, 1)), Some(Duration::from_secs(60)));
+    let outcome = done.unwrap().unwrap().outcome;
+    assert!(matches!(outcome, JobOutcome::Completed(_)), "{outcome:?}");
+}
 
 /// A backend with one device of `vram` bytes, placing keys by the placement model (what it
 /// streams, `pinner` page-locks): proofs run on the CPU.
@@ -121,20 +128,14 @@ fn the_backends_placement_decides_the_keys_form_and_status_shows_each_plan() {
     let (id, pk) = keys(10);
     let forms = Arc::new(Mutex::new(Vec::new()));
     let source = FormSource {
-        keys: common::MemorySource([(id.stem.clone(), pk.clone())].into_iter().collect()),
         forms: forms.clone(),
+        ..FormSource::of(&id, &pk)
     };
     let backend = Arc::new(ModelDevice::new(1 << 40));
     let expected = backend.place(&pk.lengths(), None).unwrap();
     assert!(expected.key_in_file, "a TiB of VRAM keeps the key resident");
     let e = Engine::start(EngineConfig::default(), backend, Box::new(source)).unwrap();
-    let job = submit(&e, job(10, 1));
-    let done = e.wait(job, Some(Duration::from_secs(60))).unwrap().unwrap();
-    assert!(
-        matches!(done.outcome, JobOutcome::Completed(_)),
-        "{:?}",
-        done.outcome
-    );
+    prove_one(&e);
     assert_eq!(
         *forms.lock().unwrap(),
         vec![true],
@@ -158,24 +159,6 @@ fn the_backends_placement_decides_the_keys_form_and_status_shows_each_plan() {
     );
 }
 
-/// A source of in-memory keys whose circuit has a recording cached at `matrices`.
-struct RecordedSource {
-    keys: common::MemorySource,
-    matrices: std::path::PathBuf,
-}
-
-impl zkforge_engine::ParamsSource for RecordedSource {
-    fn lengths(&self, id: &zkforge_circuits::ParamsId) -> anyhow::Result<QueryLengths> {
-        self.keys.lengths(id)
-    }
-    fn load(&self, id: &zkforge_circuits::ParamsId, in_file: bool) -> anyhow::Result<LoadedKey> {
-        self.keys.load(id, in_file)
-    }
-    fn matrices_cache(&self, _: &zkforge_circuits::ParamsId) -> Option<std::path::PathBuf> {
-        Some(self.matrices.clone())
-    }
-}
-
 #[test]
 fn the_start_up_placement_is_the_one_the_first_load_takes() {
     let (id, pk) = keys(10);
@@ -195,9 +178,9 @@ fn the_start_up_placement_is_the_one_the_first_load_takes() {
     let with = shown(backend.place(&pk.lengths(), Some(&shape)).unwrap());
     assert_ne!(without, with, "the recording must matter to this plan");
 
-    let source = RecordedSource {
-        keys: common::MemorySource([(id.stem.clone(), pk.clone())].into_iter().collect()),
-        matrices: path,
+    let source = FormSource {
+        matrices: Some(path),
+        ..FormSource::of(&id, &pk)
     };
     let e = Engine::start(EngineConfig::default(), backend, Box::new(source)).unwrap();
     let at_start = shown(e.placement(&id).unwrap());
@@ -205,13 +188,7 @@ fn the_start_up_placement_is_the_one_the_first_load_takes() {
         at_start, with,
         "the start-up answer plans with the recording's header"
     );
-    let job = submit(&e, job(10, 1));
-    let done = e.wait(job, Some(Duration::from_secs(60))).unwrap().unwrap();
-    assert!(
-        matches!(done.outcome, JobOutcome::Completed(_)),
-        "{:?}",
-        done.outcome
-    );
+    prove_one(&e);
     assert_eq!(e.status().loaded_srs[0].placement, vec![at_start]);
 }
 
@@ -232,10 +209,10 @@ fn a_streamed_key_whose_decoded_form_does_not_fit_is_read_from_its_file() {
     pk.write_file(&path).unwrap();
     let run = |file_streaming: Option<u64>| {
         let forms = Arc::new(Mutex::new(Vec::new()));
-        let source = FileSource {
-            keys: common::MemorySource([(id.stem.clone(), pk.clone())].into_iter().collect()),
-            path: path.clone(),
+        let source = FormSource {
+            file: Some(path.clone()),
             forms: forms.clone(),
+            ..FormSource::of(&id, &pk)
         };
         // A device with room for a partition only: every query streams.
         let backend = Arc::new(ModelDevice {
@@ -283,32 +260,26 @@ fn a_streamed_key_whose_decoded_form_does_not_fit_is_read_from_its_file() {
     );
 }
 
-/// A source that hands over its one key in the form asked for, from `path` when in its file,
-/// recording the forms asked for.
-struct FileSource {
-    keys: common::MemorySource,
-    path: std::path::PathBuf,
-    forms: Arc<Mutex<Vec<bool>>>,
-}
-
-impl zkforge_engine::ParamsSource for FileSource {
-    fn lengths(&self, id: &zkforge_circuits::ParamsId) -> anyhow::Result<QueryLengths> {
-        self.keys.lengths(id)
-    }
-    fn load(&self, id: &zkforge_circuits::ParamsId, in_file: bool) -> anyhow::Result<LoadedKey> {
-        self.forms.lock().unwrap().push(in_file);
-        if in_file {
-            let file = zkforge_groth16::ParamsFile::open(&self.path)?;
-            return Ok(LoadedKey::File(Box::new(file)));
-        }
-        self.keys.load(id, in_file)
-    }
-}
-
-/// A source that records the form each load was asked for.
+/// A source of one key that records the form each load was asked for, and hands over the key
+/// in it where it has the key's `file` (without, always decoded); its circuit's recording is
+/// cached at `matrices`, if anywhere.
 struct FormSource {
     keys: common::MemorySource,
+    file: Option<std::path::PathBuf>,
+    matrices: Option<std::path::PathBuf>,
     forms: Arc<Mutex<Vec<bool>>>,
+}
+
+impl FormSource {
+    /// `pk` as `id`, from memory, no recording.
+    fn of(id: &zkforge_circuits::ParamsId, pk: &ProvingKey) -> Self {
+        Self {
+            keys: common::MemorySource([(id.stem.clone(), pk.clone())].into_iter().collect()),
+            file: None,
+            matrices: None,
+            forms: Arc::default(),
+        }
+    }
 }
 
 impl zkforge_engine::ParamsSource for FormSource {
@@ -317,7 +288,15 @@ impl zkforge_engine::ParamsSource for FormSource {
     }
     fn load(&self, id: &zkforge_circuits::ParamsId, in_file: bool) -> anyhow::Result<LoadedKey> {
         self.forms.lock().unwrap().push(in_file);
-        self.keys.load(id, in_file)
+        match &self.file {
+            Some(path) if in_file => Ok(LoadedKey::File(Box::new(
+                zkforge_groth16::ParamsFile::open(path)?,
+            ))),
+            _ => self.keys.load(id, in_file),
+        }
+    }
+    fn matrices_cache(&self, _: &zkforge_circuits::ParamsId) -> Option<std::path::PathBuf> {
+        self.matrices.clone()
     }
 }
 
@@ -363,15 +342,7 @@ fn a_streamed_set_is_page_locked_while_loaded_and_unlocked_before_it_is_freed() 
     });
     let source = common::MemorySource([(id.stem.clone(), pk.clone())].into_iter().collect());
     let e = Engine::start(EngineConfig::default(), backend, Box::new(source)).unwrap();
-    let done = e
-        .wait(submit(&e, job(10, 1)), Some(Duration::from_secs(60)))
-        .unwrap()
-        .unwrap();
-    assert!(
-        matches!(done.outcome, JobOutcome::Completed(_)),
-        "{:?}",
-        done.outcome
-    );
+    prove_one(&e);
     // The key's five queries by their sizes, and the recorded matrices' seven vectors (row
     // starts and entries of A, B, C, and the coefficients).
     let mut sizes: Vec<usize> = pinner.pinned.lock().unwrap().iter().map(|p| p.1).collect();

@@ -34,7 +34,7 @@ use zkforge_groth16::srs::Query;
 use zkforge_groth16::ParamsFile;
 
 use crate::context::{grid, DeviceScalars};
-use crate::decode::decode_error;
+use crate::decode::damaged_key;
 use crate::host::MsmOptions;
 use crate::msm::{Curve, G1, G2};
 use crate::pinned::PinnedBuffer;
@@ -397,18 +397,7 @@ fn decode_verdict(
         .find(|(&v, _)| v != u64::MAX);
     match refused {
         None => Ok(()),
-        // A damaged key file, as the prover crate names one read on the host.
-        Some((&bad, &(query, first))) => Err(CudaError::Groth16(
-            zkforge_groth16::Error::MalformedParams {
-                path: file.path().to_path_buf(),
-                what: format!(
-                    "{}[{}]: {}",
-                    query.name(),
-                    first + (bad >> 8) as usize,
-                    decode_error(bad & 0xff)
-                ),
-            },
-        )),
+        Some((&bad, &(query, first))) => Err(damaged_key(file, query, first, bad)),
     }
 }
 
@@ -477,12 +466,13 @@ impl ChunkedMsms {
             let len = points.min(n.saturating_sub(start));
             let sum = match len {
                 0 => Ok(C::Proj::identity()),
-                _ => dev.msm.run::<C>(
+                _ => dev.msm.run_with::<C>(
                     &dev.core,
                     &buf.slice(..len * limbs),
                     len,
                     &scalars.buf.slice(start * 4..(start + len) * 4),
                     len,
+                    &dev.msm.options,
                 ),
             };
             self.give_back(buf);

@@ -14,7 +14,7 @@ use zkforge_groth16::ParamsFile;
 use super::chunks::READ_THREADS;
 use super::items::ResidentQueries;
 use crate::context::{grid, Core, DeviceBasesG1, DeviceBasesG2};
-use crate::decode::decode_error;
+use crate::decode::damaged_key;
 use crate::pinned::PinnedBuffer;
 use crate::{CudaDevice, CudaError};
 
@@ -113,18 +113,7 @@ impl Staging {
         }
         let bad = core.read_back(&bad, 1)?[0];
         if bad != u64::MAX {
-            // A damaged key file, as the prover crate names one read on the host.
-            return Err(CudaError::Groth16(
-                zkforge_groth16::Error::MalformedParams {
-                    path: file.path().to_path_buf(),
-                    what: format!(
-                        "{}[{}]: {}",
-                        q.name(),
-                        first + (bad >> 8) as usize,
-                        decode_error(bad & 0xff)
-                    ),
-                },
-            ));
+            return Err(damaged_key(file, q, first, bad));
         }
         Ok(())
     }

@@ -84,7 +84,7 @@ pub(crate) fn kernels(
                         d.resident_products(m, &public, &aux, domain)
                     }
                     (DeviceMatricesOf::Streamed(s), Evaluations::Deferred(m)) => {
-                        d.streamed_products(m, s, &public, &aux, domain)
+                        d.spmv.streamed_products(&d.core, m, s, &public, &aux, domain)
                     }
                     _ => Err(CudaError::Internal(
                         "deferred evaluations without their matrices on the device".into(),
