@@ -139,6 +139,19 @@ impl Core {
         self.module.load_function(name)
     }
 
+    /// The kernels `names` of the loaded fatbin, in order (a GPU object's set, taken apart
+    /// with a `let [..]` pattern).
+    pub fn functions<const N: usize>(
+        &self,
+        names: [&str; N],
+    ) -> Result<[CudaFunction; N], DriverError> {
+        let loaded = names
+            .iter()
+            .map(|name| self.function(name))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(std::array::from_fn(|i| loaded[i].clone()))
+    }
+
     /// Raw device address of a buffer, for kernel arguments that may be null.
     pub fn ptr(&self, s: &CudaSlice<u64>) -> u64 {
         s.device_ptr(&self.stream).0

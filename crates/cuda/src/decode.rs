@@ -19,10 +19,8 @@ pub(crate) struct Decode {
 
 impl Decode {
     pub fn load(core: &Core) -> Result<Self, DriverError> {
-        Ok(Decode {
-            g1: core.function("decode_points_g1")?,
-            g2: core.function("decode_points_g2")?,
-        })
+        let [g1, g2] = core.functions(["decode_points_g1", "decode_points_g2"])?;
+        Ok(Decode { g1, g2 })
     }
 }
 

@@ -224,37 +224,13 @@ impl CudaDevice {
         bases: &DeviceBasesG1,
         scalars: &[Scalar],
     ) -> Result<G1Projective, CudaError> {
-        self.msm_g1_with(bases, scalars, &self.msm.options)
-    }
-
-    /// As msm_g1, cut as `opts` says (benchmarks and checks compare variants).
-    pub fn msm_g1_with(
-        &self,
-        bases: &DeviceBasesG1,
-        scalars: &[Scalar],
-        opts: &MsmOptions,
-    ) -> Result<G1Projective, CudaError> {
-        self.msm
-            .run_from_host::<G1>(&self.core, &bases.buf, bases.len, scalars, opts)
-    }
-
-    /// Σ scalars[i]·bases[i] over the first scalars.len() resident G2 bases.
-    pub fn msm_g2(
-        &self,
-        bases: &DeviceBasesG2,
-        scalars: &[Scalar],
-    ) -> Result<G2Projective, CudaError> {
-        self.msm_g2_with(bases, scalars, &self.msm.options)
-    }
-
-    pub fn msm_g2_with(
-        &self,
-        bases: &DeviceBasesG2,
-        scalars: &[Scalar],
-        opts: &MsmOptions,
-    ) -> Result<G2Projective, CudaError> {
-        self.msm
-            .run_from_host::<G2>(&self.core, &bases.buf, bases.len, scalars, opts)
+        self.msm.run_from_host::<G1>(
+            &self.core,
+            &bases.buf,
+            bases.len,
+            scalars,
+            &self.msm.options,
+        )
     }
 
     /// As msm_g1, with scalars already on the device (e.g. the h coefficients).
@@ -354,8 +330,8 @@ impl CudaDevice {
         aux: &DeviceScalars,
         padded: usize,
     ) -> Result<[DeviceScalars; 2], CudaError> {
-        self.spmv
-            .resident_products(&self.core, m, inputs, aux, padded)
+        let (a, b, _) = self.spmv.products(&self.core, m, inputs, aux, padded, None)?;
+        Ok([a, b])
     }
 
     /// A·z, B·z and C·z (or A·z ∘ B·z, see [`CFrom`]) for z = inputs ‖ aux, each zero-padded
@@ -368,7 +344,12 @@ impl CudaDevice {
         padded: usize,
         c_from: CFrom,
     ) -> Result<[DeviceScalars; 3], CudaError> {
-        self.spmv
-            .constraint_products(&self.core, m, inputs, aux, padded, c_from)
+        match self
+            .spmv
+            .products(&self.core, m, inputs, aux, padded, Some(c_from))?
+        {
+            (a, b, Some(c)) => Ok([a, b, c]),
+            _ => Err(CudaError::Internal("c was not computed".into())),
+        }
     }
 }

@@ -80,11 +80,8 @@ impl CudaFixedBase {
     /// Takes `dev`'s stream and loads the kernels from its module.
     pub fn new(dev: CudaDevice) -> Result<Self, CudaError> {
         let core = dev.core;
-        Ok(Self {
-            g1: core.function("keygen_fixed_base_g1")?,
-            g2: core.function("keygen_fixed_base_g2")?,
-            core,
-        })
+        let [g1, g2] = core.functions(["keygen_fixed_base_g1", "keygen_fixed_base_g2"])?;
+        Ok(Self { g1, g2, core })
     }
 
     fn run<C: KeygenCurve>(

@@ -130,15 +130,23 @@ impl Curve for G2 {
 impl Msm {
     /// The kernels of `core`'s module, cut as `CudaOptions::default()` says.
     pub fn load(core: &Core, scan: Scan) -> Result<Self, DriverError> {
+        let [fr_from_mont, classify, hist, scatter, max_count, list_ones] = core.functions([
+            "fr_from_mont",
+            "msm_classify",
+            "msm_hist",
+            "msm_scatter",
+            "msm_max_count",
+            "msm_list_ones",
+        ])?;
         Ok(Msm {
             g1: CurveKernels::load(core, "g1")?,
             g2: CurveKernels::load(core, "g2")?,
-            fr_from_mont: core.function("fr_from_mont")?,
-            classify: core.function("msm_classify")?,
-            hist: core.function("msm_hist")?,
-            scatter: core.function("msm_scatter")?,
-            max_count: core.function("msm_max_count")?,
-            list_ones: core.function("msm_list_ones")?,
+            fr_from_mont,
+            classify,
+            hist,
+            scatter,
+            max_count,
+            list_ones,
             scan,
             options: MsmOptions::default(),
             stream_chunk: CudaOptions::default().stream_chunk,

@@ -74,12 +74,19 @@ fn log2_len(n: usize) -> Result<u32, CudaError> {
 impl Ntt {
     /// The kernels of `core`'s module, with an empty cache.
     pub fn load(core: &Core) -> Result<Self, DriverError> {
+        let [dif_pass, dit_pass, bitrev_scale, h_combine, h_finish] = core.functions([
+            "ntt_dif_pass",
+            "ntt_dit_pass",
+            "ntt_bitrev_scale",
+            "h_combine",
+            "h_finish",
+        ])?;
         Ok(Ntt {
-            dif_pass: core.function("ntt_dif_pass")?,
-            dit_pass: core.function("ntt_dit_pass")?,
-            bitrev_scale: core.function("ntt_bitrev_scale")?,
-            h_combine: core.function("h_combine")?,
-            h_finish: core.function("h_finish")?,
+            dif_pass,
+            dit_pass,
+            bitrev_scale,
+            h_combine,
+            h_finish,
             cache: Default::default(),
         })
     }

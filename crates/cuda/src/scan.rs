@@ -20,10 +20,11 @@ pub(crate) struct Scan {
 
 impl Scan {
     pub fn load(core: &Core) -> Result<Self, DriverError> {
+        let [one_block, tiles, add] = core.functions(["scan_u32", "scan_tiles", "scan_add"])?;
         Ok(Scan {
-            one_block: core.function("scan_u32")?,
-            tiles: core.function("scan_tiles")?,
-            add: core.function("scan_add")?,
+            one_block,
+            tiles,
+            add,
         })
     }
 

@@ -181,10 +181,12 @@ fn row_blocks(x: &SparseMatrix, block_bytes: usize) -> Vec<RowBlock> {
 
 impl Spmv {
     pub fn load(core: &Core) -> Result<Self, DriverError> {
+        let [csr, csr_long, hadamard] =
+            core.functions(["spmv_csr", "spmv_csr_long", "fr_hadamard"])?;
         Ok(Spmv {
-            csr: core.function("spmv_csr")?,
-            csr_long: core.function("spmv_csr_long")?,
-            hadamard: core.function("fr_hadamard")?,
+            csr,
+            csr_long,
+            hadamard,
         })
     }
 
@@ -296,41 +298,10 @@ impl Spmv {
         Ok(out)
     }
 
-    /// A·z and B·z from the resident matrices, zero-padded to `padded` rows (c = a∘b is left
-    /// for later, when fewer vectors are live: see [`hadamard`](Self::hadamard)).
-    pub fn resident_products(
-        &self,
-        core: &Core,
-        m: &DeviceMatrices,
-        inputs: &DeviceScalars,
-        aux: &DeviceScalars,
-        padded: usize,
-    ) -> Result<[DeviceScalars; 2], CudaError> {
-        let (a, b, _) = self.constraint_products_with(core, m, inputs, aux, padded, None)?;
-        Ok([a, b])
-    }
-
-    /// A·z, B·z and C·z (or A·z ∘ B·z, see [`CFrom`]) for z = inputs ‖ aux, each zero-padded
-    /// to `padded` rows (the domain).
-    pub fn constraint_products(
-        &self,
-        core: &Core,
-        m: &DeviceMatrices,
-        inputs: &DeviceScalars,
-        aux: &DeviceScalars,
-        padded: usize,
-        c_from: CFrom,
-    ) -> Result<[DeviceScalars; 3], CudaError> {
-        let (a, b, c) =
-            self.constraint_products_with(core, m, inputs, aux, padded, Some(c_from))?;
-        match c {
-            Some(c) => Ok([a, b, c]),
-            None => Err(CudaError::Internal("c was not computed".into())),
-        }
-    }
-
-    /// a, b and, where `c_from` says how, c.
-    fn constraint_products_with(
+    /// A·z and B·z from the resident matrices, zero-padded to `padded` rows, and C·z (or
+    /// A·z ∘ B·z) where `c_from` says how: the h step's phased order leaves c for later, when
+    /// fewer vectors are live (see [`hadamard`](Self::hadamard)).
+    pub fn products(
         &self,
         core: &Core,
         m: &DeviceMatrices,

@@ -18,9 +18,10 @@ pub(crate) struct DensityGather {
 
 impl DensityGather {
     pub fn load(core: &Core, scan: Scan) -> Result<Self, DriverError> {
+        let [popcount, gather] = core.functions(["density_popcount", "density_gather"])?;
         Ok(DensityGather {
-            popcount: core.function("density_popcount")?,
-            gather: core.function("density_gather")?,
+            popcount,
+            gather,
             scan,
         })
     }

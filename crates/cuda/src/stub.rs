@@ -136,13 +136,6 @@ impl CudaDevice {
     ) -> Result<G1Projective, CudaError> {
         Err(CudaError::NotBuilt)
     }
-    pub fn msm_g2(
-        &self,
-        _bases: &DeviceBasesG2,
-        _scalars: &[Scalar],
-    ) -> Result<G2Projective, CudaError> {
-        Err(CudaError::NotBuilt)
-    }
     pub fn msm_g1_resident(
         &self,
         _bases: &DeviceBasesG1,
@@ -183,22 +176,6 @@ impl CudaDevice {
         _c: DeviceScalars,
         _natural: bool,
     ) -> Result<DeviceScalars, CudaError> {
-        Err(CudaError::NotBuilt)
-    }
-    pub fn msm_g1_with(
-        &self,
-        _bases: &DeviceBasesG1,
-        _scalars: &[Scalar],
-        _opts: &MsmOptions,
-    ) -> Result<G1Projective, CudaError> {
-        Err(CudaError::NotBuilt)
-    }
-    pub fn msm_g2_with(
-        &self,
-        _bases: &DeviceBasesG2,
-        _scalars: &[Scalar],
-        _opts: &MsmOptions,
-    ) -> Result<G2Projective, CudaError> {
         Err(CudaError::NotBuilt)
     }
     pub fn msm_g1_resident_with(

@@ -419,21 +419,13 @@ mod tests {
 
     #[test]
     fn memory_pending_on_the_reaper_is_held_until_freed() {
-        use zkforge_groth16::exec::reaper::{drop_later, drop_later_counted};
-        /// Blocks the reaper until the test lets it go.
-        struct Gate(std::sync::mpsc::Receiver<()>);
-        impl Drop for Gate {
-            fn drop(&mut self) {
-                let _ = self.0.recv();
-            }
-        }
+        use zkforge_groth16::exec::reaper::{drop_later_counted, pause};
         // Sizes no other test's garbage comes near: the reaper's count is the process's.
         const UNIT: u64 = 1 << 48;
         let idle = Arc::new(Idle(Mutex::new(0)));
         let b = MemoryBudget::with_reclaimable(3 * UNIT, Some(idle));
         let held = b.try_reserve(UNIT).unwrap();
-        let (open, gate) = std::sync::mpsc::channel();
-        drop_later(Gate(gate));
+        let paused = pause();
         // A witness of 2 units freed on the reaper, not yet gone.
         drop_later_counted(vec![0u8; 64], 2 * UNIT);
         assert!(
@@ -447,7 +439,7 @@ mod tests {
         });
         std::thread::sleep(Duration::from_millis(30));
         assert!(!waiter.is_finished(), "it waits for the reaper");
-        open.send(()).unwrap();
+        drop(paused);
         assert_eq!(waiter.join().unwrap(), Some(UNIT));
         drop(held);
     }

@@ -11,11 +11,10 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{job, keys, proofs_verify, refused, submit};
+use common::{job, keys, proofs_verify, refused, run_rss_child, submit};
 use zkforge_circuits::PartitionedCircuit;
 use zkforge_engine::{Engine, EngineConfig, FailureKind, JobOutcome, ParamsDir};
 use zkforge_groth16::{CpuBackend, ProvingKey, ReadOptions};
@@ -52,30 +51,13 @@ fn queued_jobs_under_the_budget(jobs: usize) {
     let dir = tempfile::tempdir().unwrap();
     let (id, pk) = keys(LOG_SIZE);
     pk.write_file(&id.params_path(dir.path())).unwrap();
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--ignored",
-            "--exact",
-            "engine_under_a_small_budget",
-            "--nocapture",
-        ])
-        .env(CHILD_DIR, dir.path())
-        .env(CHILD_JOBS, jobs.to_string())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(stdout.contains("rss within budget"), "{stdout}");
-    println!(
-        "{}",
-        stdout
-            .lines()
-            .find(|l| l.contains("RSS baseline"))
-            .unwrap_or_default()
+    let jobs = jobs.to_string();
+    run_rss_child(
+        "engine_under_a_small_budget",
+        &[
+            (CHILD_DIR, dir.path().as_os_str()),
+            (CHILD_JOBS, jobs.as_ref()),
+        ],
     );
 }
 

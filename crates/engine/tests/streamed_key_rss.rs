@@ -13,12 +13,14 @@
 //! and while the jobs run. The accounting before issue 35 fails it by ~100 MiB (the key files
 //! mapped while decoded; larger pooled buffers lent to smaller partitions).
 
+mod common;
+
 use std::path::Path;
-use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bellpepper_core::{Circuit, ConstraintSystem, SynthesisError};
+use common::run_rss_child;
 use group::Group;
 use rand_core::SeedableRng;
 use zkforge_circuits::{ParamsId, PartitionedCircuit, ProofKind};
@@ -192,23 +194,15 @@ fn a_streamed_key_configuration_stays_under_the_host_budget() {
         let pk = tiled_key_for(&w, &mut rng).unwrap();
         pk.write_file(&job.id.params_path(dir.path())).unwrap();
     }
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args(["--ignored", "--exact", "streamed_key_engine", "--nocapture"])
-        .env(CHILD_DIR, dir.path())
-        // Thread stacks and per-thread allocator arenas are outside the budget: as many
-        // threads on any machine, so that the margin means the same everywhere.
-        .env("RAYON_NUM_THREADS", "2")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
+    // Thread stacks and per-thread allocator arenas are outside the budget: as many threads
+    // on any machine, so that the margin means the same everywhere.
+    run_rss_child(
+        "streamed_key_engine",
+        &[
+            (CHILD_DIR, dir.path().as_os_str()),
+            ("RAYON_NUM_THREADS", "2".as_ref()),
+        ],
     );
-    assert!(stdout.contains("rss within budget"), "{stdout}");
-    let report = stdout.lines().find(|l| l.contains("RSS baseline"));
-    println!("{}", report.unwrap_or_default());
 }
 
 /// Host bytes a parameter set holds once loaded: its decoded key and its matrices (as read).

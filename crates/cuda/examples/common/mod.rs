@@ -60,7 +60,8 @@ pub fn bit_scalars(n: usize, seed: u64) -> Vec<Scalar> {
 }
 
 /// What the checks need of G1 and G2, so that each helper below is written once: points made
-/// and summed on the CPU, uploaded and summed on the device.
+/// and summed on the CPU, uploaded and summed on the device (scalars uploaded first, as
+/// `CudaDevice::msm_g1` does).
 pub trait Points: Group<Scalar = Scalar> + Curve<AffineRepr = Self::Affine> + Send + Sync {
     type Affine: PrimeCurveAffine<Curve = Self> + std::ops::Neg<Output = Self::Affine> + Send + Sync;
     type OnDevice;
@@ -104,7 +105,7 @@ macro_rules! points {
                 scalars: &[Scalar],
                 opts: &MsmOptions,
             ) -> Result<Self, zkforge_cuda::CudaError> {
-                dev.$msm(bases, scalars, opts)
+                dev.$msm(bases, &dev.upload_scalars(scalars)?, opts)
             }
         }
     };
@@ -117,7 +118,7 @@ points!(
     "g1",
     0x91,
     upload_g1,
-    msm_g1_with
+    msm_g1_resident_with
 );
 points!(
     G2Projective,
@@ -126,7 +127,7 @@ points!(
     "g2",
     0x92,
     upload_g2,
-    msm_g2_with
+    msm_g2_resident_with
 );
 
 /// Distinct random points: each chunk starts at a random multiple of the generator and walks

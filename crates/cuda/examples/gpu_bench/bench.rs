@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use zkforge_cuda::host::{Accumulate, MsmOptions};
-use zkforge_cuda::{CudaDevice, NttDirection};
+use zkforge_cuda::{CudaDevice, DeviceBasesG1, DeviceBasesG2, DeviceScalars, NttDirection};
 
 use super::*;
 
@@ -209,22 +209,40 @@ fn repeated<T: Copy>(distinct: &[T], n: usize) -> Vec<T> {
     distinct.iter().copied().cycle().take(n).collect()
 }
 
-/// The five MSMs of a 32 GiB PoRep partition, shaped like its witness: H over 2^27 − 1 random
-/// scalars; L over the aux assignment (130,148,591), A over 99.7% of it, B_G1 and B_G2 over
-/// 25.4%, each 45% zeros, 45% ones, 10% random. Bases: 2^20 distinct points repeated.
+/// The inputs of a 32 GiB PoRep partition's five MSMs, on the device, shaped like its witness:
+/// H over 2^27 − 1 random scalars; L over the aux assignment (130,148,591), A over 99.7% of
+/// it, B_G1 and B_G2 over 25.4%, each 45% zeros, 45% ones, 10% random. Bases: 2^20 distinct
+/// points repeated.
+struct PorepMsms {
+    g1: DeviceBasesG1,
+    g2: DeviceBasesG2,
+    h: DeviceScalars,
+    l: DeviceScalars,
+    a: DeviceScalars,
+    b: DeviceScalars,
+}
+
+impl PorepMsms {
+    fn upload(dev: &CudaDevice, seed: u64) -> Self {
+        let (n_h, n_l, n_a, n_b) = ((1usize << 27) - 1, 130_148_591, 129_758_145, 33_057_742);
+        let bases = repeated(&random_g1(1 << 20, seed), 1 << 27);
+        let g1 = dev.upload_g1(&bases).unwrap();
+        drop(bases);
+        let bases = repeated(&random_g2(1 << 20, seed), n_b);
+        let g2 = dev.upload_g2(&bases).unwrap();
+        drop(bases);
+        let h = dev
+            .upload_scalars(&random_scalars(n_h, seed ^ 0x27))
+            .unwrap();
+        let up = |n, k| dev.upload_scalars(&porep_scalars(n, seed ^ k)).unwrap();
+        let (l, a, b) = (up(n_l, 0x28), up(n_a, 0x29), up(n_b, 0x2a));
+        PorepMsms { g1, g2, h, l, a, b }
+    }
+}
+
+/// The five MSMs of a 32 GiB PoRep partition ([`PorepMsms`]), whole, under each cut.
 fn bench_porep(dev: &CudaDevice, seed: u64, rows: &mut Table) {
-    let (n_h, n_l, n_a, n_b) = ((1usize << 27) - 1, 130_148_591, 129_758_145, 33_057_742);
-    let bases = repeated(&random_g1(1 << 20, seed), 1 << 27);
-    let g1 = dev.upload_g1(&bases).unwrap();
-    drop(bases);
-    let bases = repeated(&random_g2(1 << 20, seed), n_b);
-    let g2 = dev.upload_g2(&bases).unwrap();
-    drop(bases);
-    let h = dev
-        .upload_scalars(&random_scalars(n_h, seed ^ 0x27))
-        .unwrap();
-    let up = |n, k| dev.upload_scalars(&porep_scalars(n, seed ^ k)).unwrap();
-    let (l, a, b) = (up(n_l, 0x28), up(n_a, 0x29), up(n_b, 0x2a));
+    let PorepMsms { g1, g2, h, l, a, b } = PorepMsms::upload(dev, seed);
     let cut = |a| MsmOptions {
         accumulate: a,
         ..MsmOptions::default()
@@ -279,22 +297,11 @@ fn bench_porep(dev: &CudaDevice, seed: u64, rows: &mut Table) {
     }
 }
 
-/// The phased order's MSMs (backend/phased.rs): PoRep's five, shaped as in `bench_porep`, each
+/// The phased order's MSMs (backend/phased.rs): PoRep's five ([`PorepMsms`]), each
 /// summed in chunks of 4 to 64 Mi points against whole, every chunked sum checked
 /// equal to the whole one. What a chunk costs decides the chunk size a card can afford.
 fn bench_chunks(dev: &CudaDevice, seed: u64, rows: &mut Table) {
-    let (n_h, n_l, n_a, n_b) = ((1usize << 27) - 1, 130_148_591, 129_758_145, 33_057_742);
-    let bases = repeated(&random_g1(1 << 20, seed), 1 << 27);
-    let g1 = dev.upload_g1(&bases).unwrap();
-    drop(bases);
-    let bases = repeated(&random_g2(1 << 20, seed), n_b);
-    let g2 = dev.upload_g2(&bases).unwrap();
-    drop(bases);
-    let h = dev
-        .upload_scalars(&random_scalars(n_h, seed ^ 0x27))
-        .unwrap();
-    let up = |n, k| dev.upload_scalars(&porep_scalars(n, seed ^ k)).unwrap();
-    let (l, a, b) = (up(n_l, 0x28), up(n_a, 0x29), up(n_b, 0x2a));
+    let PorepMsms { g1, g2, h, l, a, b } = PorepMsms::upload(dev, seed);
     let whole = (
         dev.msm_g1_resident(&g1, &h).unwrap(),
         dev.msm_g1_resident(&g1, &l).unwrap(),

@@ -1,6 +1,6 @@
 //! What the engine's fault, memory and placement tests share: keys of a small synthetic
-//! circuit, served from memory, a check that a completed job's proofs verify, and a job that
-//! must be refused at once.
+//! circuit, served from memory, a check that a completed job's proofs verify, a job that
+//! must be refused at once, and the run of an RSS-measuring child test.
 
 #![allow(dead_code)]
 
@@ -127,4 +127,24 @@ pub fn refused(budget: u64, backend: Arc<dyn ProverBackend>) -> (Failure, Durati
         Some(JobOutcome::Failed(f)) => (f, took, loads.load(Ordering::SeqCst)),
         other => panic!("the job should fail at once: {other:?}"),
     }
+}
+
+/// Runs this test binary's ignored test `child` alone in a process of its own (its peak RSS is
+/// then its own) with `env` set, asserts that it passed and reported "rss within budget", and
+/// prints its "RSS baseline" line.
+pub fn run_rss_child(child: &str, env: &[(&str, &std::ffi::OsStr)]) {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--ignored", "--exact", child, "--nocapture"])
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("rss within budget"), "{stdout}");
+    let report = stdout.lines().find(|l| l.contains("RSS baseline"));
+    println!("{}", report.unwrap_or_default());
 }

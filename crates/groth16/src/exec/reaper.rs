@@ -2,7 +2,7 @@
 //! so the critical path hands them over instead.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{channel, Sender};
+use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Mutex, OnceLock};
 
 type Garbage = Box<dyn Send>;
@@ -59,6 +59,32 @@ pub fn drop_later_counted<T: Send + 'static>(value: T, bytes: u64) {
     });
 }
 
+/// Holds the reaper: what is handed over after this is freed only once the guard is dropped
+/// (for tests of memory that is on its way out).
+pub fn pause() -> Paused {
+    let (open, gate) = channel();
+    drop_later(Gate(gate));
+    Paused(open)
+}
+
+/// The guard of [`pause`].
+pub struct Paused(Sender<()>);
+
+impl Drop for Paused {
+    fn drop(&mut self) {
+        let _ = self.0.send(());
+    }
+}
+
+/// Queued by [`pause`]: the reaper's drop of it blocks until the guard goes.
+struct Gate(Receiver<()>);
+
+impl Drop for Gate {
+    fn drop(&mut self) {
+        let _ = self.0.recv();
+    }
+}
+
 /// Bytes given to [`drop_later_counted`] that the reaper has not freed yet.
 pub fn pending_bytes() -> u64 {
     PENDING.load(Ordering::SeqCst)
@@ -70,13 +96,6 @@ mod tests {
 
     #[test]
     fn counted_garbage_is_pending_until_it_is_freed() {
-        /// Blocks the reaper until the test lets it go.
-        struct Gate(std::sync::mpsc::Receiver<()>);
-        impl Drop for Gate {
-            fn drop(&mut self) {
-                let _ = self.0.recv();
-            }
-        }
         /// Says when the reaper got past everything queued before it.
         struct Signal(std::sync::mpsc::Sender<()>);
         impl Drop for Signal {
@@ -86,13 +105,12 @@ mod tests {
         }
         // A count no other test's garbage comes near (the counter is the process's).
         const BYTES: u64 = 1 << 50;
-        let (open, gate) = std::sync::mpsc::channel();
-        drop_later(Gate(gate));
+        let paused = pause();
         drop_later_counted(vec![0u8; 64], BYTES);
         assert!(pending_bytes() >= BYTES, "held until the reaper frees it");
         let (tx, passed) = std::sync::mpsc::channel();
         drop_later(Signal(tx));
-        open.send(()).unwrap();
+        drop(paused);
         passed.recv().unwrap();
         assert!(pending_bytes() < BYTES, "freed: no longer pending");
     }
