@@ -61,12 +61,38 @@ pub struct ProofRecord {
     pub total_ms: u64,
     pub proof_bytes: usize,
     pub saved_to: Option<PathBuf>,
+    /// Accepted (true) or rejected (false) by filecoin-proofs; `None` when not checked.
     pub verified: Option<bool>,
+    /// Why the verifier could not check the proof (its `.vk` not found, say): not a rejection.
+    pub verify_error: Option<String>,
     #[serde(skip)]
     pub proof: Vec<u8>,
 }
 
 impl ProofRecord {
+    /// A proof about to be submitted: REJECTED until the daemon takes it.
+    pub(crate) fn new(index: usize, request_id: String, daemon: String) -> Self {
+        ProofRecord {
+            index,
+            request_id,
+            daemon,
+            job_id: String::new(),
+            status: "REJECTED".into(),
+            error: String::new(),
+            client_ms: 0.0,
+            queue_ms: 0,
+            srs_load_ms: 0,
+            synthesis_ms: 0,
+            gpu_ms: 0,
+            total_ms: 0,
+            proof_bytes: 0,
+            saved_to: None,
+            verified: None,
+            verify_error: None,
+            proof: Vec::new(),
+        }
+    }
+
     pub fn completed(&self) -> bool {
         self.status == "COMPLETED"
     }
@@ -121,6 +147,13 @@ pub struct BatchReport {
     pub proofs: Vec<ProofRecord>,
 }
 
+impl BatchReport {
+    /// Why each completed proof the verifier could not check was left unchecked.
+    pub fn unchecked(&self) -> impl Iterator<Item = &str> {
+        self.proofs.iter().filter_map(|p| p.verify_error.as_deref())
+    }
+}
+
 pub(crate) fn status_name(status: i32) -> String {
     pb::ProofStatus::try_from(status)
         .map(|s| s.as_str_name().to_string())
@@ -145,24 +178,7 @@ pub(crate) async fn prove_one(
     request_id: String,
 ) -> ProofRecord {
     let t = Instant::now();
-    let mut r = ProofRecord {
-        index,
-        request_id: request_id.clone(),
-        daemon: daemon.to_string(),
-        job_id: String::new(),
-        status: "REJECTED".into(),
-        error: String::new(),
-        client_ms: 0.0,
-        queue_ms: 0,
-        srs_load_ms: 0,
-        synthesis_ms: 0,
-        gpu_ms: 0,
-        total_ms: 0,
-        proof_bytes: 0,
-        saved_to: None,
-        verified: None,
-        proof: Vec::new(),
-    };
+    let mut r = ProofRecord::new(index, request_id.clone(), daemon.to_string());
     match client.submit_proof(config.input.request(&request_id)).await {
         Ok(resp) => r.job_id = resp.into_inner().job_id,
         Err(s) => {
@@ -258,7 +274,7 @@ pub(crate) fn progress_bar(config: &BatchConfig) -> ProgressBar {
 }
 
 /// Checks every completed proof with filecoin-proofs, outside the timed part; returns the
-/// records marked and how many were accepted.
+/// records marked (a proof the verifier could not check keeps why) and how many were accepted.
 pub(crate) async fn verify_records(
     config: &BatchConfig,
     records: Vec<ProofRecord>,
@@ -268,12 +284,13 @@ pub(crate) async fn verify_records(
         let mut records = records;
         let mut ok = 0;
         for r in records.iter_mut().filter(|r| r.completed()) {
-            let good = input.verify(&r.proof).unwrap_or_else(|e| {
-                tracing::warn!(index = r.index, "verifier error: {e:#}");
-                false
-            });
-            ok += usize::from(good);
-            r.verified = Some(good);
+            match input.verify(&r.proof) {
+                Ok(good) => {
+                    ok += usize::from(good);
+                    r.verified = Some(good);
+                }
+                Err(e) => r.verify_error = Some(format!("{e:#}")),
+            }
         }
         (records, ok)
     })

@@ -183,6 +183,16 @@ fn check(r: &BatchReport) -> Result<()> {
         bail!("{} of {} proofs did not complete", r.failed, r.count);
     }
     if let Some(ok) = r.verified_ok {
+        // A verifier that could not run (no `.vk` where it looked) says nothing of the proofs:
+        // named as such, not counted as rejections.
+        if let Some(why) = r.unchecked().next() {
+            bail!(
+                "{} of {} proofs could not be checked by filecoin-proofs' verifier \
+                 (--params names the directory of its .vk files): {why}",
+                r.unchecked().count(),
+                r.completed
+            );
+        }
         if ok < r.completed {
             bail!("filecoin-proofs rejected {} proofs", r.completed - ok);
         }
@@ -258,4 +268,55 @@ pub fn run_sweep_command(args: SweepArgs) -> Result<()> {
         write_json(path, &rows)?;
     }
     rows.iter().try_for_each(|r| check(&r.report))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::batch::{summarize, ProofRecord};
+    use super::*;
+
+    fn completed(index: usize, verified: Option<bool>, verify_error: Option<&str>) -> ProofRecord {
+        let mut r = ProofRecord::new(index, format!("r{index}"), "d".into());
+        r.status = "COMPLETED".into();
+        r.verified = verified;
+        r.verify_error = verify_error.map(Into::into);
+        r
+    }
+
+    fn verified(records: Vec<ProofRecord>) -> BatchReport {
+        summarize(
+            "porep",
+            "d".into(),
+            1,
+            records,
+            Duration::from_secs(1),
+            true,
+        )
+    }
+
+    #[test]
+    fn a_verifier_that_could_not_run_is_named_not_counted_as_a_rejection() {
+        let missing_key = "No cached parameters found for stacked-proof-of-replication";
+        let unchecked = verified(vec![
+            completed(0, Some(true), None),
+            completed(1, None, Some(missing_key)),
+        ]);
+        let err = check(&unchecked).unwrap_err().to_string();
+        assert!(
+            err.starts_with("1 of 2 proofs could not be checked") && err.ends_with(missing_key),
+            "{err}"
+        );
+        assert!(report::summary(&unchecked)
+            .contains("verified     1/2 accepted by filecoin-proofs, 1 not checked"));
+
+        let rejected = verified(vec![
+            completed(0, Some(true), None),
+            completed(1, Some(false), None),
+        ]);
+        assert_eq!(
+            check(&rejected).unwrap_err().to_string(),
+            "filecoin-proofs rejected 1 proofs"
+        );
+        assert!(check(&verified(vec![completed(0, Some(true), None)])).is_ok());
+    }
 }

@@ -70,10 +70,15 @@ pub fn summary(r: &BatchReport) -> String {
         r.s_per_proof.map_or("-".into(), |v| format!("{v:.2}"))
     );
     if let Some(ok) = r.verified_ok {
+        let unchecked = r.unchecked().count();
         let _ = writeln!(
             out,
-            "verified     {ok}/{} accepted by filecoin-proofs",
-            r.completed
+            "verified     {ok}/{} accepted by filecoin-proofs{}",
+            r.completed,
+            match unchecked {
+                0 => String::new(),
+                n => format!(", {n} not checked (verifier error)"),
+            }
         );
     }
     out
