@@ -273,26 +273,21 @@ pub(crate) fn progress_bar(config: &BatchConfig) -> ProgressBar {
     bar
 }
 
-/// Checks every completed proof with filecoin-proofs, outside the timed part; returns the
-/// records marked (a proof the verifier could not check keeps why) and how many were accepted.
+/// Checks every completed proof with filecoin-proofs, outside the timed part, and returns the
+/// records marked (a proof the verifier could not check keeps why); `summarize` counts them.
 pub(crate) async fn verify_records(
     config: &BatchConfig,
-    records: Vec<ProofRecord>,
-) -> Result<(Vec<ProofRecord>, usize)> {
+    mut records: Vec<ProofRecord>,
+) -> Result<Vec<ProofRecord>> {
     let input = config.input.clone();
     tokio::task::spawn_blocking(move || {
-        let mut records = records;
-        let mut ok = 0;
         for r in records.iter_mut().filter(|r| r.completed()) {
             match input.verify(&r.proof) {
-                Ok(good) => {
-                    ok += usize::from(good);
-                    r.verified = Some(good);
-                }
+                Ok(good) => r.verified = Some(good),
                 Err(e) => r.verify_error = Some(format!("{e:#}")),
             }
         }
-        (records, ok)
+        records
     })
     .await
     .context("the verification task panicked")

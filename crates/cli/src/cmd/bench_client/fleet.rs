@@ -170,7 +170,7 @@ pub async fn run_fleet(config: &BatchConfig, addrs: &[DaemonAddr]) -> Result<Fle
     bar.finish_and_clear();
     records.sort_by_key(|r| r.index);
     if config.verify {
-        records = verify_records(config, records).await?.0;
+        records = verify_records(config, records).await?;
     }
     Ok(report(
         config,
