@@ -32,6 +32,12 @@ impl Priority {
         }
     }
 
+    /// Whether the job is due by a deadline (High and above): what every gate that keeps
+    /// room bulk work cannot take (queues, parse workers, waiters) asks.
+    pub fn is_urgent(self) -> bool {
+        self >= Priority::High
+    }
+
     /// How urgent the budget, the kernel lock and VRAM placement take it to be.
     pub fn urgency(self) -> Urgency {
         match self {
@@ -260,6 +266,11 @@ impl JobWatch {
 
     pub fn id(&self) -> JobId {
         self.job.id
+    }
+
+    /// The job's priority (its kind's default where the request named none).
+    pub fn priority(&self) -> Priority {
+        self.job.priority
     }
 
     /// The result once the job ends. The sender lives in the job this watch holds, so the

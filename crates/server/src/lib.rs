@@ -31,6 +31,7 @@ mod serve;
 mod service;
 pub mod status;
 mod status_json;
+mod waiters;
 mod wire;
 
 pub use access::{Access, TlsFiles};

@@ -51,6 +51,14 @@ pub struct Limits {
     /// WinningPoSt is never parsed after a row of 32 GiB C1 outputs; urgent requests waiting
     /// are also served first by the others. 0: none kept.
     pub urgent_parse_workers: usize,
+    /// Calls of one client (AwaitProof, and Prove while it waits) waiting at once on jobs
+    /// below HIGH priority; one more is refused at once with RESOURCE_EXHAUSTED. Every
+    /// connection carries all of a client's waiters and more, so no number of them delays the
+    /// client's other calls.
+    pub max_waiters_per_client: usize,
+    /// Waiters of one client on HIGH and CRITICAL jobs (WindowPoSt and WinningPoSt by
+    /// default), beside `max_waiters_per_client`: room bulk waiters cannot take.
+    pub urgent_waiters_per_client: usize,
 }
 
 impl Default for Limits {
@@ -66,6 +74,8 @@ impl Default for Limits {
             min_receive_rate: "1MiB".into(),
             parse_workers: 0,
             urgent_parse_workers: 1,
+            max_waiters_per_client: 4096,
+            urgent_waiters_per_client: 1024,
         }
     }
 }
@@ -84,6 +94,8 @@ pub struct Checked {
     pub min_receive_rate: u64,
     pub parse_workers: usize,
     pub urgent_parse_workers: usize,
+    pub max_waiters_per_client: usize,
+    pub urgent_waiters_per_client: usize,
 }
 
 impl Limits {
@@ -127,6 +139,16 @@ impl Limits {
             max_request_bytes <= u32::MAX as u64,
             "limits.max_request_bytes must be below 4GiB"
         );
+        ensure!(
+            self.max_waiters_per_client > 0 && self.urgent_waiters_per_client > 0,
+            "limits.max_waiters_per_client and limits.urgent_waiters_per_client must be at \
+             least 1"
+        );
+        ensure!(
+            self.max_waiters_per_client + self.urgent_waiters_per_client <= 1 << 20,
+            "limits.max_waiters_per_client + limits.urgent_waiters_per_client must be at most \
+             1048576 (each waiter holds an HTTP/2 stream)"
+        );
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
         Ok(Checked {
             max_connections: self.max_connections,
@@ -142,6 +164,8 @@ impl Limits {
                 n => n,
             },
             urgent_parse_workers: self.urgent_parse_workers,
+            max_waiters_per_client: self.max_waiters_per_client,
+            urgent_waiters_per_client: self.urgent_waiters_per_client,
         })
     }
 

@@ -18,6 +18,7 @@ use crate::listener::{Connections, Incoming, ListenerSlot};
 use crate::pb::proving_engine_server::ProvingEngineServer;
 use crate::pb::FILE_DESCRIPTOR_SET;
 use crate::receive::ReceiveBudget;
+use crate::waiters::streams_per_connection;
 use crate::ProvingService;
 
 /// tonic answers a request over the size limit with OUT_OF_RANGE before our code sees it;
@@ -117,14 +118,10 @@ pub async fn serve_with(
     }
     let drain = Drain::default();
     let max_message = limits.max_request_bytes as usize;
-    let service = ProvingEngineServer::new(ProvingService::new(
-        engine.clone(),
-        limits.parse_workers,
-        limits.urgent_parse_workers,
-        drain.clone(),
-    ))
-    .max_decoding_message_size(max_message)
-    .max_encoding_message_size(max_message);
+    let service =
+        ProvingEngineServer::new(ProvingService::new(engine.clone(), limits, drain.clone()))
+            .max_decoding_message_size(max_message)
+            .max_encoding_message_size(max_message);
     let service = InterceptedService::new(service, access.interceptor());
     let (mut health, health_service) = tonic_health::server::health_reporter();
     health
@@ -141,7 +138,7 @@ pub async fn serve_with(
         .initial_connection_window_size(Some(CONNECTION_WINDOW))
         .http2_keepalive_interval(Some(KEEPALIVE_INTERVAL))
         .http2_keepalive_timeout(Some(KEEPALIVE_TIMEOUT))
-        .max_concurrent_streams(Some(MAX_STREAMS_PER_CONNECTION))
+        .max_concurrent_streams(Some(streams_per_connection(limits)))
         .http2_max_header_list_size(Some(MAX_HEADER_LIST_BYTES));
     if let Some(tls) = access.tls_config()? {
         builder = builder.tls_config(tls).context("the TLS settings")?;
@@ -263,9 +260,6 @@ pub const CONNECTION_WINDOW: u32 = 16 << 20;
 /// Server pings on idle HTTP/2 connections, and how long an answer may take.
 const KEEPALIVE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(30);
 const KEEPALIVE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
-/// Requests in flight on one connection (a client wanting more opens another, which the
-/// connection caps count).
-const MAX_STREAMS_PER_CONNECTION: u32 = 256;
 /// gRPC headers are a few hundred bytes; hyper's default allows 16 MiB.
 const MAX_HEADER_LIST_BYTES: u32 = 64 << 10;
 

@@ -1,7 +1,8 @@
 //! The eight RPCs of `cuzk.v1.ProvingEngine`, each a thin translation onto the engine.
 //!
 //! No RPC holds a thread while it waits: AwaitProof and Prove await the job's completion as a
-//! future (a client that leaves drops it), parsing a request (C1 JSON, vanilla proofs) runs on
+//! future (a client that leaves drops it), each holding a waiter's place of its client
+//! (`waiters`: a cap refused at once, never a queue), parsing a request (C1 JSON, vanilla proofs) runs on
 //! the blocking pool through the parse gate (`limits.parse_workers`, urgent requests first and
 //! `urgent_parse_workers` for them alone), and status calls answer from the async threads in
 //! microseconds whatever is being parsed. A request the queue has no room for is refused
@@ -13,17 +14,20 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 use tonic::{Code, Request, Response, Status};
 use zkforge_engine::{
-    Engine, FailureKind, JobId, JobOutcome, JobRequest, JobResult, Priority, Randomness,
-    SubmitError, MAX_REQUEST_ID_BYTES,
+    Engine, FailureKind, JobId, JobOutcome, JobRequest, JobResult, Randomness, SubmitError,
+    MAX_REQUEST_ID_BYTES,
 };
 use zkforge_filecoin::{registry, ParamsId};
 
 use crate::drain::{draining, Drain};
 use crate::job_token::JobTokens;
+use crate::limits::Checked;
+use crate::listener::ConnInfo;
 use crate::parse_gate::ParseGate;
 use crate::pb::{self, proving_engine_server::ProvingEngine};
 use crate::request::payload_digest;
 use crate::status::{self, bounded, failure, with_failure_code};
+use crate::waiters::{WaiterSlot, Waiters};
 use crate::{metrics, parse_circuit_id, request};
 
 /// Parameter loads (PreloadSRS) at once on the blocking pool; more wait without a thread.
@@ -35,6 +39,7 @@ pub struct ProvingService {
     engine: Arc<Engine>,
     parsing: Arc<ParseGate>,
     loading: Arc<Semaphore>,
+    waiters: Arc<Waiters>,
     tokens: Arc<JobTokens>,
     drain: Drain,
     /// What SubmitProof says of the GPU: its ordinal when there is exactly one, else empty
@@ -43,14 +48,10 @@ pub struct ProvingService {
 }
 
 impl ProvingService {
-    /// A service parsing at most `parse_workers` requests at once, and `urgent_parse_workers`
-    /// more urgent ones; it refuses new work once `drain` has started.
-    pub fn new(
-        engine: Arc<Engine>,
-        parse_workers: usize,
-        urgent_parse_workers: usize,
-        drain: Drain,
-    ) -> Self {
+    /// A service parsing at most `limits.parse_workers` requests at once, and
+    /// `urgent_parse_workers` more urgent ones, holding each client to its waiter caps; it
+    /// refuses new work once `drain` has started.
+    pub fn new(engine: Arc<Engine>, limits: &Checked, drain: Drain) -> Self {
         let devices = engine.status().devices;
         let assigned_gpu = match devices.as_slice() {
             [one] => one.info.ordinal.to_string(),
@@ -58,8 +59,9 @@ impl ProvingService {
         };
         Self {
             engine,
-            parsing: ParseGate::new(parse_workers, urgent_parse_workers),
+            parsing: ParseGate::new(limits.parse_workers, limits.urgent_parse_workers),
             loading: Arc::new(Semaphore::new(LOAD_WORKERS)),
+            waiters: Waiters::new(limits),
             tokens: Arc::new(JobTokens::new()),
             drain,
             assigned_gpu,
@@ -129,7 +131,7 @@ impl ProvingService {
             .map_err(submit_status)?;
         // Parsing and checking a 32 GiB C1 takes seconds of CPU: on the blocking pool, a
         // bounded number at once, urgent requests first.
-        let permit = self.parsing.acquire(priority >= Priority::High).await;
+        let permit = self.parsing.acquire(priority.is_urgent()).await;
         let (circuits, digest) = Self::blocking(permit, move || {
             let digest = request_id_digest(&r);
             Ok((request::circuits(r)?, digest))
@@ -159,9 +161,13 @@ impl ProvingService {
         })
     }
 
-    /// The job's answer, and the code of its failure when it ended FAILED or CANCELLED.
+    /// The job's answer, and the code of its failure when it ended FAILED or CANCELLED. The
+    /// caller's waiter place (`slot`; else one is taken here for the job's urgency) is held
+    /// until the answer is sent or the client leaves.
     async fn wait(
         &self,
+        conn: Option<&ConnInfo>,
+        slot: Option<WaiterSlot>,
         job_id: String,
         timeout_ms: u64,
     ) -> Result<(pb::AwaitProofResponse, Option<Code>), Status> {
@@ -170,6 +176,10 @@ impl ProvingService {
             .engine
             .watch(id)
             .map_err(|e| Status::not_found(bounded(format!("{e:#}"))))?;
+        let _slot = match slot {
+            Some(slot) => slot,
+            None => self.waiters.enter(conn, watch.priority().is_urgent())?,
+        };
         let finished = watch.finished();
         let result = match timeout_ms {
             0 => Some(finished.await),
@@ -263,8 +273,11 @@ impl ProvingEngine for ProvingService {
         &self,
         req: Request<pb::AwaitProofRequest>,
     ) -> Result<Response<pb::AwaitProofResponse>, Status> {
+        let conn = req.extensions().get::<ConnInfo>().cloned();
         let r = req.into_inner();
-        let (answer, code) = self.wait(r.job_id, r.timeout_ms).await?;
+        let (answer, code) = self
+            .wait(conn.as_ref(), None, r.job_id, r.timeout_ms)
+            .await?;
         Ok(with_failure_code(Response::new(answer), code))
     }
 
@@ -272,12 +285,17 @@ impl ProvingEngine for ProvingService {
         &self,
         req: Request<pb::ProveRequest>,
     ) -> Result<Response<pb::ProveResponse>, Status> {
+        let conn = req.extensions().get::<ConnInfo>().cloned();
         let submit = req
             .into_inner()
             .submit
             .ok_or_else(|| failure(FailureKind::InvalidInput, "submit is required"))?;
+        // The waiter's place first: a Prove that could not wait submits nothing.
+        let kind = request::kind_of(submit.proof_kind)?;
+        let urgent = request::priority_of(submit.priority, kind)?.is_urgent();
+        let slot = self.waiters.enter(conn.as_ref(), urgent)?;
         let job = self.submit(submit).await?;
-        let (result, code) = self.wait(job.job_id, 0).await?;
+        let (result, code) = self.wait(conn.as_ref(), Some(slot), job.job_id, 0).await?;
         let answer = pb::ProveResponse {
             result: Some(result),
         };

@@ -7,8 +7,9 @@
 //! `retries.rs`: what Curio itself does (retries after a failure or a cancellation, ProofShare's
 //! SnapDeals, urgent proofs past a full queue, a stop under load, GetStatus's names);
 //! `neighbours.rs`: what another local client does beside it (guessed job ids, squatted
-//! request ids, trickled bodies, held connections, slowloris on the scrape port, crowds of
-//! waiters, bad ids, a row of 32 GiB C1 outputs ahead of a WinningPoSt).
+//! request ids, trickled bodies, held connections, slowloris on the scrape port, bad ids, a
+//! row of 32 GiB C1 outputs ahead of a WinningPoSt). Crowds of waiters on one connection:
+//! `crates/cli/tests/waiters.rs`, against a daemon process.
 
 mod client;
 #[path = "../common/mod.rs"]

@@ -338,57 +338,6 @@ async fn the_scraper_gets_every_scrape_past_slowloris_sockets() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn hundreds_of_waiters_on_a_stuck_job_leave_get_status_answering() {
-    let sector = Sector::new(25);
-    let d = TestDaemon::start(Setup {
-        held: vec![ProofKind::WindowPost],
-        ..Setup::default()
-    })
-    .await;
-    let mut other = stranger(&d).await;
-    let job = other
-        .submit_proof(sector.window_post())
-        .await
-        .unwrap()
-        .into_inner()
-        .job_id;
-    let mut channels = Vec::new();
-    for _ in 0..8 {
-        channels.push(stranger(&d).await);
-    }
-    let mut waiters = Vec::new();
-    for k in 0..300 {
-        let mut c = channels[k % 8].clone();
-        let job = job.clone();
-        waiters.push(tokio::spawn(async move {
-            c.await_proof(pb::AwaitProofRequest {
-                job_id: job,
-                timeout_ms: 0,
-            })
-            .await
-        }));
-    }
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let mut curio = d.curio();
-    let mut slowest = Duration::ZERO;
-    for _ in 0..20 {
-        let t = Instant::now();
-        curio.get_status().await.expect("within Curio's 5 s");
-        slowest = slowest.max(t.elapsed());
-    }
-    assert!(
-        slowest < Duration::from_millis(500),
-        "slowest GetStatus {slowest:?}"
-    );
-    d.hold.release(false);
-    for w in waiters {
-        let r = w.await.unwrap().unwrap().into_inner();
-        assert_eq!(r.status, pb::ProofStatus::Failed as i32);
-    }
-    d.stop().await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_id_that_is_not_utf8_is_an_invalid_argument() {
     let sector = Sector::new(26);
     let d = TestDaemon::start(Setup::default()).await;
