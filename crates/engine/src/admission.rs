@@ -56,13 +56,24 @@ pub enum SubmitError {
     RequestIdTooLong { len: usize },
     #[error("the request has no partitions")]
     NoPartitions,
+    #[error(
+        "the host leaves the daemon {limit} bytes of memory, below engine.memory_floor \
+         ({floor}), which is kept for WindowPoSt and WinningPoSt: bulk work is refused until \
+         other processes free memory; submit again later"
+    )]
+    HostMemoryBelowFloor { limit: u64, floor: u64 },
 }
 
 impl SubmitError {
     /// True when the refusal is about load, not the request: the same request may succeed
     /// later.
     pub fn is_busy(&self) -> bool {
-        matches!(self, Self::TooManyJobs { .. } | Self::TooManyBytes { .. })
+        matches!(
+            self,
+            Self::TooManyJobs { .. }
+                | Self::TooManyBytes { .. }
+                | Self::HostMemoryBelowFloor { .. }
+        )
     }
 }
 
@@ -174,7 +185,7 @@ impl Class {
     fn counts(self, p: Priority) -> bool {
         match self {
             Self::Bulk => true,
-            Self::High => p >= Priority::High,
+            Self::High => p.is_urgent(),
             Self::Critical => p == Priority::Critical,
         }
     }

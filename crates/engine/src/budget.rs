@@ -1,5 +1,6 @@
 //! One host-memory budget: consumers reserve before they allocate and release on drop.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, MutexGuard};
 use std::time::Duration;
 
@@ -26,9 +27,16 @@ pub trait Reclaimable: Send + Sync {
 
 /// Bytes of host memory shared by parameters, synthesized partitions and idle pooled buffers:
 /// reservations plus what the reclaimable holds (plus, for the engine's budget, buffers handed
-/// to the reaper and not yet freed) never exceed the total.
+/// to the reaper and not yet freed) never exceed the limit.
+///
+/// The **total** is the configured budget; the **limit** is the part of it the host leaves the
+/// engine now (`host_memory` moves it), and the **floor** what urgent work may hold however
+/// low the limit falls: a reservation of urgency High or above is granted within
+/// `max(limit, floor)`, every other within the limit.
 pub struct MemoryBudget {
     total: u64,
+    limit: AtomicU64,
+    floor: u64,
     /// The counts and the ranked waiters; woken when memory is freed or a waiter leaves.
     state: Ranked<State>,
     reclaimable: Option<Arc<dyn Reclaimable>>,
@@ -42,6 +50,7 @@ impl std::fmt::Debug for MemoryBudget {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MemoryBudget")
             .field("total", &self.total)
+            .field("limit", &self.limit())
             .field("state", &*self.lock())
             .finish()
     }
@@ -59,6 +68,8 @@ impl MemoryBudget {
     pub fn new(total: u64) -> Arc<Self> {
         Arc::new(Self {
             total,
+            limit: AtomicU64::new(total),
+            floor: 0,
             state: Ranked::default(),
             reclaimable: None,
             counts_pending_frees: false,
@@ -68,17 +79,67 @@ impl MemoryBudget {
     /// The engine's budget: it also counts `reclaimable`'s memory, shrinking it when a
     /// reservation needs the room, and the memory the reaper has yet to free (the process's:
     /// one engine a process).
-    pub fn with_reclaimable(total: u64, reclaimable: Option<Arc<dyn Reclaimable>>) -> Arc<Self> {
+    pub fn with_reclaimable(
+        total: u64,
+        floor: u64,
+        reclaimable: Option<Arc<dyn Reclaimable>>,
+    ) -> Arc<Self> {
         Arc::new(Self {
             total,
+            limit: AtomicU64::new(total),
+            floor: floor.min(total),
             state: Ranked::default(),
             reclaimable,
             counts_pending_frees: true,
         })
     }
 
+    /// The configured budget.
     pub fn total(&self) -> u64 {
         self.total
+    }
+
+    /// What the host leaves the engine now: at most the total.
+    pub fn limit(&self) -> u64 {
+        self.limit.load(Ordering::Relaxed)
+    }
+
+    pub fn floor(&self) -> u64 {
+        self.floor
+    }
+
+    /// True while the host leaves less than the floor: bulk work is refused.
+    pub fn below_floor(&self) -> bool {
+        self.limit() < self.floor
+    }
+
+    /// Moves the limit (at most the total); waiters are woken to look again.
+    pub fn set_limit(&self, bytes: u64) {
+        self.limit.store(bytes.min(self.total), Ordering::Relaxed);
+        self.state.wake_all();
+    }
+
+    /// What a reservation of `urgency` may bring the use up to.
+    fn ceiling(&self, urgency: Urgency) -> u64 {
+        let limit = self.limit();
+        if urgency >= Urgency::High {
+            limit.max(self.floor)
+        } else {
+            limit
+        }
+    }
+
+    /// Frees idle reclaimable memory until the use fits `target` bytes, or none is left;
+    /// returns the bytes still over it.
+    pub fn shrink_idle_to(&self, target: u64) -> u64 {
+        let reserved = self.lock().used;
+        if let Some(r) = &self.reclaimable {
+            let room = target.saturating_sub(reserved + self.pending_frees());
+            if r.held() > room {
+                r.shrink_to(room);
+            }
+        }
+        (reserved + self.held()).saturating_sub(target)
     }
 
     /// Reserved bytes plus what the reclaimable holds.
@@ -111,7 +172,7 @@ impl MemoryBudget {
     /// Reserves `bytes` if they fit now.
     pub fn try_reserve(self: &Arc<Self>, bytes: u64) -> Option<Reservation> {
         let mut s = self.lock();
-        self.grant(&mut s, bytes)
+        self.grant(&mut s, bytes, Urgency::Background)
     }
 
     /// Waits until `bytes` fit, checking `give_up` every `poll`; `None` when it gave up.
@@ -121,8 +182,16 @@ impl MemoryBudget {
         poll: Duration,
         give_up: impl Fn() -> bool,
     ) -> Option<Reservation> {
-        self.wait_for(self.lock(), bytes, poll, |_| give_up(), |_| false)
-            .1
+        let s = self.lock();
+        let waited = self.wait_for(
+            s,
+            bytes,
+            Urgency::Background,
+            poll,
+            |_| give_up(),
+            |_| false,
+        );
+        waited.1
     }
 
     /// A place among the ranked waiters, kept across several attempts (a parameter load
@@ -155,17 +224,19 @@ impl MemoryBudget {
 
     /// The waiting loop of all: grants `bytes` once they fit and `held_back` is false.
     /// Both conditions see the state under its lock (they must not take it again).
+    #[allow(clippy::too_many_arguments)]
     fn wait_for<'a>(
         self: &'a Arc<Self>,
         mut s: MutexGuard<'a, State>,
         bytes: u64,
+        urgency: Urgency,
         poll: Duration,
         give_up: impl Fn(&State) -> bool,
         held_back: impl Fn(&State) -> bool,
     ) -> (MutexGuard<'a, State>, Option<Reservation>) {
         loop {
             if !held_back(&s) {
-                if let Some(r) = self.grant(&mut s, bytes) {
+                if let Some(r) = self.grant(&mut s, bytes, urgency) {
                     return (s, Some(r));
                 }
             }
@@ -176,11 +247,12 @@ impl MemoryBudget {
         }
     }
 
-    fn grant(self: &Arc<Self>, s: &mut State, bytes: u64) -> Option<Reservation> {
-        if s.used + bytes > self.total {
+    fn grant(self: &Arc<Self>, s: &mut State, bytes: u64, urgency: Urgency) -> Option<Reservation> {
+        let ceiling = self.ceiling(urgency);
+        if s.used + bytes > ceiling {
             return None;
         }
-        let room = self.total - s.used - bytes;
+        let room = ceiling - s.used - bytes;
         if let Some(r) = &self.reclaimable {
             let target = room.saturating_sub(self.pending_frees());
             if r.held() > target {
@@ -222,7 +294,7 @@ impl RankedWaiter {
         if s.waiting.outranks(self.urgency) {
             return None;
         }
-        self.budget.grant(&mut s, bytes)
+        self.budget.grant(&mut s, bytes, self.urgency)
     }
 
     /// Waits until `bytes` fit and no more urgent waiter waits, checking `give_up` every `poll`.
@@ -261,7 +333,9 @@ impl RankedWaiter {
         // poll) goes to that unit, not to this one.
         let not_now = |s: &State| held_back(s) || (yields && give_up());
         let s = self.budget.lock();
-        self.budget.wait_for(s, bytes, poll, stop, not_now).1
+        self.budget
+            .wait_for(s, bytes, urgency, poll, stop, not_now)
+            .1
     }
 }
 
@@ -402,7 +476,7 @@ mod tests {
     #[test]
     fn reclaimable_memory_counts_and_is_shrunk_for_a_reservation() {
         let idle = Arc::new(Idle(Mutex::new(70)));
-        let b = MemoryBudget::with_reclaimable(100, Some(idle.clone()));
+        let b = MemoryBudget::with_reclaimable(100, 0, Some(idle.clone()));
         assert_eq!(b.used(), 70, "idle buffers are memory in use");
         let r = b
             .try_reserve(50)
@@ -418,12 +492,39 @@ mod tests {
     }
 
     #[test]
+    fn the_limit_bounds_bulk_work_and_the_floor_keeps_room_for_urgent_work() {
+        let idle = Arc::new(Idle(Mutex::new(30)));
+        let b = MemoryBudget::with_reclaimable(100, 40, Some(idle.clone()));
+        let held = b.try_reserve(20).unwrap();
+        // The host takes memory back: the limit falls to 25.
+        b.set_limit(25);
+        assert!(b.below_floor());
+        assert_eq!(b.shrink_idle_to(b.limit()), 0, "idle buffers go first");
+        assert_eq!(idle.held(), 5);
+        let bulk = b.waiter(Urgency::Normal);
+        assert!(
+            bulk.try_reserve(10).is_none(),
+            "bulk work waits within the limit"
+        );
+        drop(bulk);
+        let urgent = b.waiter(Urgency::Critical);
+        let r = urgent
+            .try_reserve(15)
+            .expect("urgent work within the floor");
+        assert!(urgent.try_reserve(6).is_none(), "and no further");
+        b.set_limit(1000);
+        assert_eq!(b.limit(), 100, "never above the configured budget");
+        assert!(!b.below_floor());
+        drop((held, r));
+    }
+
+    #[test]
     fn memory_pending_on_the_reaper_is_held_until_freed() {
         use zkforge_groth16::exec::reaper::{drop_later_counted, pause};
         // Sizes no other test's garbage comes near: the reaper's count is the process's.
         const UNIT: u64 = 1 << 48;
         let idle = Arc::new(Idle(Mutex::new(0)));
-        let b = MemoryBudget::with_reclaimable(3 * UNIT, Some(idle));
+        let b = MemoryBudget::with_reclaimable(3 * UNIT, 0, Some(idle));
         let held = b.try_reserve(UNIT).unwrap();
         let paused = pause();
         // A witness of 2 units freed on the reaper, not yet gone.

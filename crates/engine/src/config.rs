@@ -19,13 +19,13 @@ pub struct MemInfo {
 }
 
 impl MemInfo {
-    /// This machine's, now.
+    /// This machine's, now; inside a memory cgroup with a limit, the cgroup's (its limit, and
+    /// its room where less than MemAvailable, which is the host's).
     pub fn now() -> Result<Self> {
-        let info = std::fs::read_to_string("/proc/meminfo")
-            .context("the memory budget needs /proc/meminfo")?;
+        let r = crate::host_memory::HostReading::now()?;
         Ok(Self {
-            total: kib_field(&info, "MemTotal")?,
-            available: kib_field(&info, "MemAvailable")?,
+            total: r.memory(),
+            available: r.room(),
         })
     }
 }
@@ -196,6 +196,19 @@ pub struct EngineConfig {
     /// Check every proof against the verifying key before returning it (a few ms each). Only
     /// benchmarks with synthetic keys, whose proofs cannot verify, turn this off.
     pub verify_proofs: bool,
+    /// Partitions held between synthesis start and proof end at most (High and Critical ones
+    /// aside): a number, or "auto" (0 here): as many as keep the provers busy, from each
+    /// kind's measured synthesis time and device cycle (`depth.rs`), never more than the
+    /// workers could hold. The rest of the budget stays free, not page-locked.
+    #[serde(with = "auto_count")]
+    pub pipeline_depth: usize,
+    /// Host memory urgent work (High and Critical: WindowPoSt, WinningPoSt) may always hold,
+    /// however little the host leaves the engine, e.g. "8GiB" ("0": none). While the host
+    /// leaves less than this, bulk submissions are refused naming it. At most the budget.
+    pub memory_floor: String,
+    /// Seconds idle pooled witness buffers are kept while no partition is in flight; then
+    /// they return to the system.
+    pub idle_buffer_secs: u64,
 }
 
 impl Default for EngineConfig {
@@ -217,6 +230,9 @@ impl Default for EngineConfig {
             max_urgent_jobs: 32,
             max_queued_request_bytes: "2GiB".into(),
             verify_proofs: true,
+            pipeline_depth: 0,
+            memory_floor: "0".into(),
+            idle_buffer_secs: 60,
         }
     }
 }
@@ -291,6 +307,19 @@ impl EngineConfig {
         );
         parse_bytes(&self.max_queued_request_bytes).context("max_queued_request_bytes")?;
         self.budget_on(MemInfo::now()?)
+    }
+
+    /// `memory_floor` in bytes, checked against the budget `budget`.
+    pub fn floor_bytes(&self, budget: u64) -> Result<u64> {
+        let floor = parse_bytes(&self.memory_floor).context("memory_floor")?;
+        ensure!(
+            floor <= budget,
+            "memory_floor ({}) is more than the memory budget ({}): urgent work could never \
+             hold it",
+            gib(floor),
+            gib(budget)
+        );
+        Ok(floor)
     }
 
     /// `memory_margin` in bytes on a machine of `mem_total` bytes.

@@ -13,9 +13,11 @@ use crate::failure::{Failure, FailureKind};
 
 use crate::admission::{self, Admission, Candidate, SubmitError};
 use crate::budget::{MemoryBudget, Reclaimable};
-use crate::config::EngineConfig;
+use crate::config::{EngineConfig, MemInfo};
+use crate::depth::{Depth, Shape};
 use crate::job::{Job, JobId, JobOutcome, JobResult, JobWatch, Priority};
 use crate::jobs::JobTable;
+use crate::memory_watch;
 use crate::params_source::ParamsSource;
 use crate::pipeline::{Pipeline, SynthUnit};
 use crate::queue::{UnitKey, UnitQueue};
@@ -81,17 +83,42 @@ impl Engine {
         params: Box<dyn ParamsSource>,
     ) -> Result<Self> {
         let budget_bytes = config.validate()?;
+        let floor = config.floor_bytes(budget_bytes)?;
+        let margin = config.margin_bytes(MemInfo::now()?.total)?;
         config.synthesis_workers = config.synthesis_worker_count(backend.evaluates_constraints());
         for line in config.describe() {
             tracing::info!("engine config: {line}");
         }
         tracing::info!(backend = backend.name(), budget_bytes, "engine starting");
+        let devices = backend.devices().len().max(1);
+        let depth = Depth::new(
+            Shape {
+                devices,
+                provers_per_device: config.prover_workers_per_device,
+                slack: config.prove_queue_depth,
+                synthesis_workers: config.synthesis_workers,
+            },
+            (config.pipeline_depth > 0).then_some(config.pipeline_depth),
+        );
+        let (_, first) = depth.report();
+        tracing::info!(
+            "pipeline depth: {} partitions in flight at first ({}); then as measured: \
+             ceil(synthesis / device cycle) + provers + queued, per proof kind; urgent \
+             partitions beside them",
+            first.depth,
+            first.why
+        );
+        tracing::info!(
+            "host memory: budget {budget_bytes} bytes at most, following what the host leaves \
+             (MemAvailable, a memory cgroup, memory pressure) less a margin of {margin} bytes; \
+             urgent work keeps a floor of {floor} bytes"
+        );
         // Idle pooled witness buffers are memory too: the budget counts them and shrinks the
         // pool when a reservation needs the room.
         let pool = backend
             .scalar_pool()
             .map(|p| Arc::new(PoolMemory(p)) as Arc<dyn Reclaimable>);
-        let budget = MemoryBudget::with_reclaimable(budget_bytes, pool);
+        let budget = MemoryBudget::with_reclaimable(budget_bytes, floor, pool);
         let nice = config.synthesis_nice;
         let synth_pool = rayon::ThreadPoolBuilder::new()
             .num_threads(config.synthesis_threads)
@@ -99,13 +126,13 @@ impl Engine {
             .start_handler(move |_| lower_priority(nice))
             .build()
             .context("building the synthesis thread pool")?;
-        let devices = backend.devices().len().max(1);
         let srs = SrsStore::new(params, budget.clone(), backend.clone());
         let pipeline = Arc::new(Pipeline {
             device_locks: (0..devices).map(|_| PriorityLock::new()).collect(),
             backend,
             srs,
             budget,
+            depth,
             synth_queue: UnitQueue::new(usize::MAX),
             prove_queue: UnitQueue::new(config.prove_queue_depth),
             synth_pool,
@@ -130,6 +157,13 @@ impl Engine {
                 threads.push(spawn(worker, move || workers::prover_loop(&p, d, worker))?);
             }
         }
+        let p = pipeline.clone();
+        threads.push(
+            std::thread::Builder::new()
+                .name("memory-watch".into())
+                .spawn(move || memory_watch::watch_loop(&p, margin))
+                .context("spawning the memory watch")?,
+        );
         Ok(Self {
             pipeline,
             jobs: JobTable::default(),
@@ -148,6 +182,7 @@ impl Engine {
         }
         let kind = req.circuits.kind();
         let priority = req.priority.unwrap_or_else(|| Priority::default_for(kind));
+        self.check_host_memory(priority)?;
         let mut jobs = self.jobs.lock();
         jobs.prune(&s.config);
         let candidate = Candidate {
@@ -226,7 +261,20 @@ impl Engine {
         if known.is_some_and(|job| admission::resolves_without_work(job)) {
             return Ok(());
         }
+        self.check_host_memory(priority)?;
         admission::check_room(&jobs, &self.pipeline.config, priority, request_bytes)
+    }
+
+    /// Bulk work is refused while the host leaves less than `engine.memory_floor`.
+    fn check_host_memory(&self, priority: Priority) -> Result<(), SubmitError> {
+        let b = &self.pipeline.budget;
+        if !priority.is_urgent() && b.below_floor() {
+            return Err(SubmitError::HostMemoryBelowFloor {
+                limit: b.limit(),
+                floor: b.floor(),
+            });
+        }
+        Ok(())
     }
 
     fn job(&self, id: JobId) -> Option<Arc<Job>> {

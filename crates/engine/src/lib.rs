@@ -1,15 +1,20 @@
 //! The proving engine: requests become jobs of partition units that flow
 //! queued → synthesizing → awaiting prover → proving → done, through CPU synthesis workers and
-//! prover workers joined by bounded priority queues, under one host-memory budget, with
-//! parameters loaded once and kept resident, cancellation, and a TIMELINE event per stage.
+//! prover workers joined by bounded priority queues, as many partitions in flight as keep the
+//! provers busy (`depth`), under one host-memory budget that follows what the host leaves
+//! (`host_memory`, `memory_watch`), with parameters loaded once and kept resident,
+//! cancellation, and a TIMELINE event per stage.
 
 mod admission;
 mod budget;
 mod config;
+mod depth;
 mod engine;
 mod failure;
+mod host_memory;
 mod job;
 mod jobs;
+mod memory_watch;
 mod params_source;
 mod pinned;
 mod pipeline;
@@ -27,8 +32,10 @@ pub use budget::{MemoryBudget, RankedWaiter, Reclaimable, Reservation};
 pub use config::{
     auto_count, auto_margin, parse_bytes, process_memory, BudgetSetting, EngineConfig, MemInfo,
 };
+pub use depth::KindDepth;
 pub use engine::{Engine, JobRequest};
 pub use failure::{kind_of, Failure, FailureKind};
+pub use host_memory::{Cgroup, HostReading};
 pub use job::{JobId, JobOutcome, JobResult, JobTimings, JobWatch, Priority};
 pub use params_source::{ParamsDir, ParamsSource};
 pub use randomness::Randomness;

@@ -7,6 +7,7 @@ use zkforge_groth16::{exec::reaper, PriorityLock, ProverBackend, Witness};
 
 use crate::budget::{MemoryBudget, Reservation};
 use crate::config::EngineConfig;
+use crate::depth::{Depth, InFlight};
 use crate::job::{Job, JobOutcome};
 use crate::queue::UnitQueue;
 use crate::srs_store::{Resident, SrsStore};
@@ -26,6 +27,8 @@ pub(crate) struct ProveUnit {
     pub key: Arc<Resident>,
     /// The witness's share of the memory budget, returned when the unit is dropped.
     pub _memory: Reservation,
+    /// Its place among the partitions in flight, likewise.
+    pub _in_flight: InFlight,
 }
 
 impl Drop for ProveUnit {
@@ -39,6 +42,8 @@ pub(crate) struct Pipeline {
     pub config: EngineConfig,
     pub backend: Arc<dyn ProverBackend>,
     pub budget: Arc<MemoryBudget>,
+    /// Partitions in flight, admitted to the depth that keeps the provers busy.
+    pub depth: Arc<Depth>,
     pub srs: SrsStore,
     pub synth_queue: UnitQueue<SynthUnit>,
     pub prove_queue: UnitQueue<ProveUnit>,

@@ -146,6 +146,10 @@ impl<T> UnitQueue<T> {
         self.lock().heap.iter().filter(|e| f(&e.item)).count()
     }
 
+    pub fn is_closed(&self) -> bool {
+        self.lock().closed
+    }
+
     /// Wakes every waiter; later pushes fail and pops drain what is left.
     pub fn close(&self) {
         self.lock().closed = true;

@@ -378,7 +378,7 @@ impl SrsStore {
             if let Some(r) = waiter.try_reserve(bytes) {
                 return Ok(r);
             }
-            if !self.evict_least_recently_used() {
+            if self.evict_least_recently_used().is_none() {
                 // Wait for one release (or 50 ms), then look for a set to evict again.
                 let waited = Cell::new(false);
                 let poll = Duration::from_millis(50);
@@ -389,17 +389,13 @@ impl SrsStore {
         }
     }
 
-    fn evict_least_recently_used(&self) -> bool {
+    /// Drops the set no job holds that was used least recently, if any; returns its name.
+    pub fn evict_least_recently_used(&self) -> Option<String> {
         let mut slots = self.lock();
-        let victim = least_recently_used(slots.iter()).cloned();
-        match victim {
-            Some(id) => {
-                tracing::info!(circuit = %id.circuit_id(), "evicting unused parameters for room");
-                slots.remove(&id);
-                true
-            }
-            None => false,
-        }
+        let id = least_recently_used(slots.iter()).cloned()?;
+        tracing::info!(circuit = %id.circuit_id(), "evicting unused parameters for room");
+        slots.remove(&id);
+        Some(id.circuit_id())
     }
 
     /// Drops the set from the store; its memory returns when the last job using it finishes.

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use zkforge_circuits::ProofKind;
 use zkforge_groth16::DeviceInfo;
 
+use crate::depth::KindDepth;
 use crate::job::{Job, JobId};
 use crate::jobs::JobTable;
 use crate::pipeline::Pipeline;
@@ -63,6 +64,10 @@ pub struct EngineStatus {
     pub failed: u64,
     pub cancelled: u64,
     pub memory_budget_bytes: u64,
+    /// What the host leaves the engine now (at most the budget), and what urgent work may
+    /// hold however low that falls (`engine.memory_floor`).
+    pub memory_limit_bytes: u64,
+    pub memory_floor_bytes: u64,
     pub memory_used_bytes: u64,
     /// Highest budget use so far.
     pub memory_peak_bytes: u64,
@@ -75,6 +80,11 @@ pub struct EngineStatus {
     /// Page-locked host memory held for witness staging, and the most kept idle.
     pub pinned_memory_bytes: u64,
     pub pinned_memory_limit_bytes: u64,
+    /// Bulk and urgent partitions between synthesis start and proof end now.
+    pub partitions_in_flight: (usize, usize),
+    /// The depth each measured proof kind is admitted to, and why; then the depth before any
+    /// measurement.
+    pub pipeline_depth: Vec<KindDepth>,
 }
 
 /// A prover device, as its backend reports it, and the unit its first worker is on.
@@ -171,6 +181,8 @@ pub(crate) fn status(s: &Pipeline, job_table: &JobTable) -> EngineStatus {
         failed,
         cancelled,
         memory_budget_bytes: s.budget.total(),
+        memory_limit_bytes: s.budget.limit(),
+        memory_floor_bytes: s.budget.floor(),
         memory_used_bytes: s.budget.used(),
         memory_peak_bytes: s.budget.peaks().0,
         process_rss_bytes: rss,
@@ -179,6 +191,12 @@ pub(crate) fn status(s: &Pipeline, job_table: &JobTable) -> EngineStatus {
         devices: devices(s, &jobs),
         pinned_memory_bytes,
         pinned_memory_limit_bytes,
+        partitions_in_flight: s.depth.in_flight(),
+        pipeline_depth: {
+            let (mut kinds, first) = s.depth.report();
+            kinds.push(first);
+            kinds
+        },
     }
 }
 

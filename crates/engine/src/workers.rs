@@ -70,11 +70,19 @@ fn synthesize_unit(s: &Pipeline, worker: WorkerId, unit: SynthUnit) {
     // partition, or a job loading parameters that need this key's room) sends the unit back
     // too, letting go of the key so that an eviction can make that room.
     let urgency = priority.urgency();
-    let Some(reservation) = s
-        .budget
-        .waiter(urgency)
-        .reserve_or_yield(bytes, POLL, || job.stopped() || outranked())
-    else {
+    // A place in flight first (as many partitions as keep the provers busy), then the memory.
+    let admitted = s
+        .depth
+        .enter(job.kind(), priority.is_urgent(), POLL, || {
+            job.stopped() || outranked()
+        })
+        .and_then(|in_flight| {
+            let waiter = s.budget.waiter(urgency);
+            let reservation =
+                waiter.reserve_or_yield(bytes, POLL, || job.stopped() || outranked())?;
+            Some((in_flight, reservation))
+        });
+    let Some((in_flight, reservation)) = admitted else {
         if !job.stopped() {
             let again = SynthUnit { job, partition: k };
             let key = UnitKey::new(again.job.priority, again.job.id, k);
@@ -138,6 +146,9 @@ fn synthesize_unit(s: &Pipeline, worker: WorkerId, unit: SynthUnit) {
     s.telemetry
         .stats()
         .observe(job.kind(), Measure::Synthesis, took.as_secs_f64());
+    if !priority.is_urgent() {
+        s.depth.synthesized(job.kind(), took.as_secs_f64());
+    }
     s.telemetry.record(
         TimelineEvent::new(StageEvent::SynthEnd, job.id)
             .partition(k)
@@ -175,6 +186,7 @@ fn synthesize_unit(s: &Pipeline, worker: WorkerId, unit: SynthUnit) {
         witness,
         key,
         _memory: reservation,
+        _in_flight: in_flight,
     };
     // A full queue holds synthesis back: that is the pipeline's back-pressure.
     drop(s.prove_queue.push(key_order, unit));
@@ -240,10 +252,9 @@ pub(crate) fn ready_for_partitions(s: &Pipeline, key: &Arc<Resident>) {
         return;
     }
     let shapes = key.plan.pooled_buffers();
-    let devices = s.device_locks.len();
-    let in_flight = s.config.synthesis_workers
-        + s.config.prove_queue_depth
-        + s.config.prover_workers_per_device * devices;
+    // The partitions admitted before any is measured; buffers for more are pinned as the
+    // measured depth admits them.
+    let in_flight = s.depth.initial();
     let per_partition: usize = shapes.iter().map(|(n, cap)| n * cap).sum();
     let per_partition = (per_partition * std::mem::size_of::<Scalar>()) as u64;
     let fits = (s.budget.total().saturating_sub(s.budget.used()) / per_partition.max(1)) as usize;
@@ -378,6 +389,9 @@ fn prove_unit(
             st.observe(job.kind(), measure, phase.duration_ms / 1e3);
         }
         st.add_device_busy(device, busy / 1e3);
+    }
+    if !job.priority.is_urgent() {
+        s.depth.proved(job.kind(), took / 1e3, busy / 1e3);
     }
 
     let proof = match result {

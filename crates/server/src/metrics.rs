@@ -347,6 +347,21 @@ fn memory(out: &mut Exposition, s: &EngineStatus) {
         s.memory_budget_bytes as f64,
     );
     gauge(
+        "zkforge_memory_limit_bytes",
+        "Host memory the engine may hold now: the budget, or less while the host needs memory.",
+        s.memory_limit_bytes as f64,
+    );
+    gauge(
+        "zkforge_memory_floor_bytes",
+        "Host memory urgent work may always hold (engine.memory_floor).",
+        s.memory_floor_bytes as f64,
+    );
+    gauge(
+        "zkforge_partitions_in_flight",
+        "Partitions between synthesis start and proof end (bulk and urgent).",
+        (s.partitions_in_flight.0 + s.partitions_in_flight.1) as f64,
+    );
+    gauge(
         "zkforge_memory_used_bytes",
         "Host memory reserved, idle pooled buffers included.",
         s.memory_used_bytes as f64,

@@ -24,6 +24,8 @@ pub(crate) struct StatusBody<'a> {
     failed: u64,
     cancelled: u64,
     memory_budget_bytes: u64,
+    memory_limit_bytes: u64,
+    memory_floor_bytes: u64,
     memory_used_bytes: u64,
     memory_peak_bytes: u64,
     process_rss_bytes: u64,
@@ -32,6 +34,20 @@ pub(crate) struct StatusBody<'a> {
     devices: Vec<Device<'a>>,
     pinned_memory_bytes: u64,
     pinned_memory_limit_bytes: u64,
+    partitions_in_flight: usize,
+    urgent_partitions_in_flight: usize,
+    pipeline_depth: Vec<Depth<'a>>,
+}
+
+/// The depth a proof kind's partitions are admitted to; `kind` null for kinds not measured
+/// yet.
+#[derive(Serialize)]
+struct Depth<'a> {
+    kind: Option<ProofKind>,
+    depth: usize,
+    synthesis_secs: Option<f64>,
+    cycle_secs: Option<f64>,
+    why: &'a str,
 }
 
 /// A worker by its name ("synth-0", "prover-0-1", "synth-urgent").
@@ -218,6 +234,8 @@ impl<'a> From<&'a EngineStatus> for StatusBody<'a> {
             failed: s.failed,
             cancelled: s.cancelled,
             memory_budget_bytes: s.memory_budget_bytes,
+            memory_limit_bytes: s.memory_limit_bytes,
+            memory_floor_bytes: s.memory_floor_bytes,
             memory_used_bytes: s.memory_used_bytes,
             memory_peak_bytes: s.memory_peak_bytes,
             process_rss_bytes: s.process_rss_bytes,
@@ -242,6 +260,21 @@ impl<'a> From<&'a EngineStatus> for StatusBody<'a> {
                 .collect(),
             pinned_memory_bytes: s.pinned_memory_bytes,
             pinned_memory_limit_bytes: s.pinned_memory_limit_bytes,
+            partitions_in_flight: s.partitions_in_flight.0,
+            urgent_partitions_in_flight: s.partitions_in_flight.1,
+            pipeline_depth: s
+                .pipeline_depth
+                .iter()
+                .enumerate()
+                .map(|(i, d)| Depth {
+                    // The last entry is the depth before any measurement.
+                    kind: (i + 1 < s.pipeline_depth.len()).then_some(d.kind),
+                    depth: d.depth,
+                    synthesis_secs: d.synthesis_secs,
+                    cycle_secs: d.cycle_secs,
+                    why: &d.why,
+                })
+                .collect(),
         }
     }
 }

@@ -23,10 +23,12 @@ pub enum StageEvent {
     JobCancelled,
     /// A timed phase of a proof on a device ("h2d", "ntt", "msm", ...); `t_ms` is its start.
     GpuPhase,
+    /// The host memory the engine may hold moved (job 0; `bytes`: the new limit).
+    MemoryLimit,
 }
 
 impl StageEvent {
-    pub const ALL: [StageEvent; 12] = [
+    pub const ALL: [StageEvent; 13] = [
         Self::JobSubmit,
         Self::SrsLoadStart,
         Self::SrsLoadEnd,
@@ -39,6 +41,7 @@ impl StageEvent {
         Self::JobFailed,
         Self::JobCancelled,
         Self::GpuPhase,
+        Self::MemoryLimit,
     ];
 
     /// The event's name in the log.
@@ -56,6 +59,7 @@ impl StageEvent {
             Self::JobFailed => "JOB_FAILED",
             Self::JobCancelled => "JOB_CANCELLED",
             Self::GpuPhase => "GPU_PHASE",
+            Self::MemoryLimit => "MEMORY_LIMIT",
         }
     }
 
@@ -91,6 +95,8 @@ pub struct TimelineEvent {
     pub lock_wait_ms: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub phase: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
 }
 
 impl TimelineEvent {
@@ -105,6 +111,7 @@ impl TimelineEvent {
             duration_ms: None,
             lock_wait_ms: None,
             phase: None,
+            bytes: None,
         }
     }
 
@@ -135,6 +142,11 @@ impl TimelineEvent {
 
     pub fn phase(mut self, name: &'static str) -> Self {
         self.phase = Some(name);
+        self
+    }
+
+    pub fn bytes(mut self, bytes: u64) -> Self {
+        self.bytes = Some(bytes);
         self
     }
 

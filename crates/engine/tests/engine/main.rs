@@ -4,6 +4,7 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+mod depth;
 mod priorities;
 mod resubmission;
 

@@ -1,8 +1,8 @@
 //! The body's shape, pinned: a status with one of everything, written as scrapers read it.
 
 use zkforge_engine::{
-    DeviceStatus, EngineStatus, Histogram, KindCounts, LatencySeries, LoadedSrs, PartitionStatus,
-    WorkerStatus,
+    DeviceStatus, EngineStatus, Histogram, KindCounts, KindDepth, LatencySeries, LoadedSrs,
+    PartitionStatus, WorkerStatus,
 };
 use zkforge_groth16::DeviceInfo;
 
@@ -69,6 +69,8 @@ fn status() -> EngineStatus {
         failed: 2,
         cancelled: 1,
         memory_budget_bytes: 1 << 30,
+        memory_limit_bytes: 3 << 29,
+        memory_floor_bytes: 1 << 28,
         memory_used_bytes: 1 << 29,
         memory_peak_bytes: 3 << 28,
         process_rss_bytes: 1 << 28,
@@ -92,6 +94,24 @@ fn status() -> EngineStatus {
         }],
         pinned_memory_bytes: 1 << 26,
         pinned_memory_limit_bytes: 1 << 27,
+        partitions_in_flight: (5, 1),
+        pipeline_depth: vec![
+            KindDepth {
+                kind: ProofKind::PoRep,
+                depth: 6,
+                synthesis_secs: Some(3.0),
+                cycle_secs: Some(2.25),
+                why: "synthesis 3.00 s / cycle 2.25 s -> 2 synthesizing + 2 provers + 2 queued"
+                    .into(),
+            },
+            KindDepth {
+                kind: ProofKind::PoRep,
+                depth: 5,
+                synthesis_secs: None,
+                cycle_secs: None,
+                why: "not measured yet: 2 provers + 2 queued + 1 synthesizing".into(),
+            },
+        ],
     }
 }
 
