@@ -12,7 +12,7 @@
 # Each run reports s/proof (batch and TIMELINE steady state), the daemon's peak RSS, page-locked
 # bytes, partitions in flight (median and most, from SYNTH_START to PROVE_END), every host
 # memory change the daemon logged, and any OOM kill. BASE=FILE.gz (another build's CLI) runs
-# each card with that build first, on the same key, side by side.
+# each card with that build first (without the squeeze), on the same key, side by side.
 what="${1:-gen,squeeze,full}"
 source "$(dirname "$0")/gpu-common.sh"
 fx="$work/fx32"
@@ -108,7 +108,9 @@ card() {
     [ -x "$work/base/zkforge" ] || { gzip -dc "$BASE" > "$work/base/zkforge" && chmod +x "$work/base/zkforge"; }
     local this="$zk"; zk="$work/base/zkforge"
     local tag=$1; shift
-    run_card "base-$tag" "$@"
+    # The base build without the squeeze: the figure to compare s/proof with (a squeeze
+    # OOM-killed it: the issue's "before").
+    run_card "base-$tag" "$1" "$2"
     zk="$this"
     run_card "$tag" "$@"
   else

@@ -90,3 +90,33 @@ fn a_fixed_pipeline_depth_is_never_passed() {
     let why = &e.status().pipeline_depth[0].why;
     assert!(why.contains("engine.pipeline_depth = 2"), "{why}");
 }
+
+/// While the host leaves less than `engine.memory_floor`, bulk submissions are refused naming
+/// it and urgent work is admitted and proved within the floor.
+#[test]
+fn below_the_floor_bulk_work_is_refused_and_urgent_work_proves() {
+    let config = EngineConfig {
+        memory_budget: "4GiB".into(),
+        memory_floor: "1GiB".into(),
+        // The memory watch then leaves the limit alone unless the host has under 4 GiB left.
+        memory_margin: "0".into(),
+        ..Default::default()
+    };
+    let (e, _) = engine(config, 0);
+    // What the memory watch sets when the host has 0.5 GiB left for the daemon.
+    e.budget().set_limit(512 << 20);
+    let refused = e
+        .submit(zkforge_engine::JobRequest::new(std::sync::Arc::new(job(
+            1, 0,
+        ))))
+        .unwrap_err();
+    assert!(refused.is_busy(), "{refused}");
+    assert!(
+        refused.to_string().contains("engine.memory_floor"),
+        "{refused}"
+    );
+    let urgent = submit(&e, job(2, 0), Some(zkforge_engine::Priority::High));
+    completed(&e, urgent);
+    e.budget().set_limit(u64::MAX);
+    completed(&e, submit(&e, job(1, 0), None));
+}
