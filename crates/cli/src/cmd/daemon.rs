@@ -135,8 +135,26 @@ fn log_placements(engine: &Engine, dir: &Path) {
 /// has ended.
 const ENGINE_STOP_GRACE: Duration = Duration::from_secs(2);
 
+impl DaemonArgs {
+    /// The log level a cuzk file's `logging.level` asks for; None for a native file, or one
+    /// that cannot be read (`run` says why).
+    pub fn cuzk_log_level(&self) -> Option<String> {
+        let (_, cuzk) = Config::read(self.config.as_deref()).ok()?;
+        cuzk?.log_level
+    }
+}
+
 pub fn run(args: DaemonArgs) -> Result<()> {
-    let mut config = Config::load(args.config.as_deref())?;
+    let (mut config, cuzk) = Config::read(args.config.as_deref())?;
+    if let Some(t) = &cuzk {
+        tracing::info!(
+            keys = t.notes.len(),
+            "reading a cuzk configuration file: each key and what it became"
+        );
+        for note in &t.notes {
+            tracing::info!("{note}");
+        }
+    }
     let d = &mut config.daemon;
     if let Some(v) = args.listen {
         d.listen = v;
