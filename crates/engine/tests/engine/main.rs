@@ -5,6 +5,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 mod priorities;
+mod recordings;
 mod resubmission;
 
 use std::collections::HashMap;
