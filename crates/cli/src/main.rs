@@ -78,12 +78,17 @@ fn main() -> std::process::ExitCode {
 
 /// The one place the log level is chosen: RUST_LOG, else `--log`, else the command's default.
 fn init_logging(cli: &Cli) {
-    let default = match cli.command {
-        Command::Daemon(_) => DAEMON_LOG,
-        _ => ONE_SHOT_LOG,
+    let default = match &cli.command {
+        // A cuzk file's logging.level stands where --log would: our info, the Filecoin
+        // crates' warnings.
+        Command::Daemon(args) => match args.cuzk_log_level() {
+            Some(level) => DAEMON_LOG.replacen("info", &level, 1),
+            None => DAEMON_LOG.to_string(),
+        },
+        _ => ONE_SHOT_LOG.to_string(),
     };
     let filter = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| EnvFilter::new(cli.log.as_deref().unwrap_or(default)));
+        .unwrap_or_else(|_| EnvFilter::new(cli.log.as_deref().unwrap_or(&default)));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

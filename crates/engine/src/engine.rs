@@ -277,6 +277,17 @@ impl Engine {
         Ok(())
     }
 
+    /// The jobs a client's `request_id` names, at most one per proof kind (ids are scoped by
+    /// kind), with their kinds: how a cuzk client, whose job id is its request_id, finds its
+    /// job.
+    pub fn jobs_named(&self, request_id: &str) -> Vec<(ProofKind, JobId)> {
+        let jobs = self.jobs.lock();
+        ProofKind::ALL
+            .iter()
+            .filter_map(|&k| jobs.by_request(k, request_id).map(|j| (k, j.id)))
+            .collect()
+    }
+
     fn job(&self, id: JobId) -> Option<Arc<Job>> {
         self.jobs.get(id)
     }

@@ -37,7 +37,9 @@ pub use engine::{Engine, JobRequest};
 pub use failure::{kind_of, Failure, FailureKind};
 pub use host_memory::{Cgroup, HostReading};
 pub use job::{JobId, JobOutcome, JobResult, JobTimings, JobWatch, Priority};
-pub use params_source::{ParamsDir, ParamsSource};
+pub use params_source::{
+    params_dir_source, probe_writable, ParamsDir, ParamsSource, RecordingsApart,
+};
 pub use randomness::Randomness;
 pub use srs_store::{KeyTier, LoadedSrs};
 pub use stats::{Histogram, LatencySeries, Measure, Stage, WorkerId, LATENCY_BUCKETS_SECONDS};

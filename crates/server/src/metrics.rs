@@ -36,13 +36,15 @@ pub fn status_response(s: &EngineStatus) -> pb::GetStatusResponse {
                 ref_count: l.ref_count as u32,
             })
             .collect(),
+        // Jobs, as cuzk counts them (Curio's backpressure adds pending and in_progress against
+        // its MaxPending, a count of tasks); partitions are on /status and /metrics.
         queues: s
             .queues
             .iter()
             .map(|(k, c)| pb::QueueStatus {
                 proof_kind: cuzk_kind(*k).into(),
-                pending: c.pending as u32,
-                in_progress: c.in_progress as u32,
+                pending: c.jobs_queued as u32,
+                in_progress: c.jobs_running as u32,
             })
             .collect(),
         total_proofs_completed: s.completed,
@@ -397,6 +399,9 @@ fn memory(out: &mut Exposition, s: &EngineStatus) {
         s.pinned_memory_limit_bytes as f64,
     );
 }
+
+mod cuzk;
+pub use cuzk::exposition as cuzk_exposition;
 
 #[cfg(test)]
 mod tests;

@@ -81,14 +81,34 @@ impl ProvingService {
         .map_err(|e| failure(FailureKind::Internal, format!("request task failed: {e}")))?
     }
 
-    /// The job a wire id names; NOT_FOUND for any other string.
+    /// The job a wire id names, or, as cuzk's job id is the request_id, the one job a
+    /// request_id names (ids are scoped by proof kind: one under several kinds is ambiguous,
+    /// and the error names each job). A request_id is the submitter's own name, so whoever
+    /// knows it can await or cancel the job, as in cuzk; job ids stay capabilities
+    /// (`job_token`). NOT_FOUND for any other string.
     fn job_of(&self, job_id: &str) -> Result<JobId, Status> {
-        self.tokens.job(job_id).ok_or_else(|| {
-            Status::not_found(bounded(format!(
+        if let Some(job) = self.tokens.job(job_id) {
+            return Ok(job);
+        }
+        match self.engine.jobs_named(job_id).as_slice() {
+            [(_, job)] => Ok(*job),
+            [] => Err(Status::not_found(bounded(format!(
                 "unknown job id {job_id:?} (a job is named by the job_id its submission \
-                 returned)"
-            )))
-        })
+                 returned, or by its request_id)"
+            )))),
+            several => {
+                let jobs: Vec<String> = several
+                    .iter()
+                    .map(|(kind, job)| format!("{} job {}", kind, self.tokens.id(*job)))
+                    .collect();
+                Err(Status::invalid_argument(bounded(format!(
+                    "request_id {job_id:?} names {} jobs, one per proof kind: {}; name one by \
+                     its job_id",
+                    several.len(),
+                    jobs.join(", ")
+                ))))
+            }
+        }
     }
 
     /// Runs `f` on the engine and the parameter set `circuit_id` names, on the blocking pool
@@ -327,9 +347,11 @@ impl ProvingEngine for ProvingService {
         &self,
         _: Request<pb::GetMetricsRequest>,
     ) -> Result<Response<pb::GetMetricsResponse>, Status> {
-        Ok(Response::new(pb::GetMetricsResponse {
-            prometheus_text: metrics::prometheus(&self.engine.status()),
-        }))
+        // zkforge's families, then cuzk's names for a dashboard built on cuzk.
+        let status = self.engine.status();
+        let mut prometheus_text = metrics::prometheus(&status);
+        prometheus_text.push_str(&metrics::cuzk_exposition(&status));
+        Ok(Response::new(pb::GetMetricsResponse { prometheus_text }))
     }
 
     async fn preload_srs(

@@ -1,6 +1,7 @@
 //! The daemon over real sockets with a tonic client: a PoRep proved over TCP and a WinningPoSt
 //! over a unix socket verify with filecoin-proofs; Submit+Await, timeouts, cancel, unknown ids,
-//! status, preload/evict, and bad requests that leave the daemon serving.
+//! a request_id where a job id is expected (cuzk's), status counted in jobs, cuzk's metric
+//! names, preload/evict, and bad requests that leave the daemon serving.
 
 mod common;
 
@@ -191,11 +192,13 @@ async fn prove_over_tcp_and_the_rpcs_around_it() {
     );
     let early = await_proof(&mut c, &job, 1).await;
     assert_eq!(early.status, pb::ProofStatus::Timeout as i32);
-    let done = await_proof(&mut c, &job, 0).await;
+    // cuzk's job id is the request_id: it names the job too.
+    let done = await_proof(&mut c, "sector-2", 0).await;
     assert_eq!(done.status, pb::ProofStatus::Completed as i32);
+    assert_eq!(done.job_id, "sector-2");
     assert!(m.verify_porep(&done.proof).unwrap());
 
-    // Cancel, unknown ids; the job's number alone names nothing.
+    // Cancel (by the request_id), unknown ids; the job's number alone names nothing.
     let job = c
         .submit_proof(porep_request(fx.path(), &m, "sector-3"))
         .await
@@ -209,7 +212,7 @@ async fn prove_over_tcp_and_the_rpcs_around_it() {
         .unwrap_err();
     assert_eq!(guessed.code(), Code::NotFound, "{}", guessed.message());
     c.cancel_proof(pb::CancelProofRequest {
-        job_id: job.clone(),
+        job_id: "sector-3".into(),
     })
     .await
     .unwrap();
@@ -265,6 +268,68 @@ async fn prove_over_tcp_and_the_rpcs_around_it() {
         metrics.contains("zkforge_jobs_total{outcome=\"completed\"} 2"),
         "{metrics}"
     );
+
+    // One request_id under two proof kinds names two jobs: awaiting or cancelling it is an
+    // error naming both; each job answers to its job_id.
+    let submit = |r: pb::SubmitProofRequest| {
+        let mut c = c.clone();
+        async move { c.submit_proof(r).await.unwrap().into_inner().job_id }
+    };
+    let porep = submit(porep_request(fx.path(), &m, "dup")).await;
+    let winning = submit(common::winning_post_request(fx.path(), &m, "dup")).await;
+    let awaited = c
+        .await_proof(pb::AwaitProofRequest {
+            job_id: "dup".into(),
+            timeout_ms: 0,
+        })
+        .await
+        .unwrap_err();
+    let cancelled = c
+        .cancel_proof(pb::CancelProofRequest {
+            job_id: "dup".into(),
+        })
+        .await
+        .unwrap_err();
+    for e in [awaited, cancelled] {
+        assert_eq!(e.code(), Code::InvalidArgument, "{}", e.message());
+        let msg = e.message();
+        assert!(
+            msg.contains("names 2 jobs") && msg.contains(&porep) && msg.contains(&winning),
+            "{msg}"
+        );
+    }
+    c.cancel_proof(pb::CancelProofRequest {
+        job_id: porep.clone(),
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        await_proof(&mut c, &porep, 0).await.status,
+        pb::ProofStatus::Cancelled as i32
+    );
+    let won = await_proof(&mut c, &winning, 0).await;
+    assert_eq!(won.status, pb::ProofStatus::Completed as i32);
+    assert!(m.verify_winning_post(&won.proof).unwrap());
+
+    // cuzk's metric names, counting jobs as cuzk does.
+    let metrics = c
+        .get_metrics(pb::GetMetricsRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .prometheus_text;
+    for sample in [
+        "cuzk_proofs_completed_total 3\n",
+        "cuzk_proofs_failed_total 0\n",
+        "cuzk_proofs_completed{proof_kind=\"porep_c2\"} 2\n",
+        "cuzk_proofs_completed{proof_kind=\"winning_post\"} 1\n",
+        "cuzk_proof_duration_seconds_count{proof_kind=\"porep_c2\"} 2\n",
+        "cuzk_queue_depth 0\n",
+        "cuzk_running_jobs 0\n",
+        "cuzk_gpu_workers 0\n",
+    ] {
+        assert!(metrics.contains(sample), "no {sample:?} in\n{metrics}");
+    }
     daemon.stop().await.unwrap();
 }
 

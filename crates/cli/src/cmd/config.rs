@@ -12,6 +12,8 @@ use zkforge_filecoin::{registry, ParamsId};
 use zkforge_server::access::read_token_file;
 use zkforge_server::{parse_circuit_id, Access, Limits, TlsFiles};
 
+use super::cuzk_config::{self, Translation};
+
 /// The `[daemon]` table.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -182,12 +184,27 @@ pub struct Config {
 impl Config {
     /// Reads `path`, or the defaults when there is none.
     pub fn load(path: Option<&Path>) -> Result<Self> {
+        Ok(Self::read(path)?.0)
+    }
+
+    /// Reads `path`, a native file or cuzk's (`cuzk_config`: then also what each of its keys
+    /// became), or the defaults when there is none.
+    pub fn read(path: Option<&Path>) -> Result<(Self, Option<Translation>)> {
         let Some(path) = path else {
-            return Ok(Self::default());
+            return Ok((Self::default(), None));
         };
         let text =
             std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        toml::from_str(&text).with_context(|| format!("{}", path.display()))
+        let file: toml::Table = text
+            .parse()
+            .with_context(|| format!("{}", path.display()))?;
+        if cuzk_config::is_cuzk(&file) {
+            let t = cuzk_config::translate(file)
+                .with_context(|| format!("{} (read as a cuzk file)", path.display()))?;
+            return Ok((t.config.clone(), Some(t)));
+        }
+        let config = toml::from_str(&text).with_context(|| format!("{}", path.display()))?;
+        Ok((config, None))
     }
 
     pub fn to_toml(&self) -> String {
@@ -221,8 +238,11 @@ impl Config {
 
 #[derive(Subcommand)]
 pub enum ConfigCommand {
-    /// Print the effective configuration (defaults, then the file).
+    /// Print the effective configuration (defaults, then the file: native or cuzk's).
     Print(PrintArgs),
+    /// Print the native configuration a cuzk file (Curio's cuzk.toml) amounts to, each key
+    /// commented with the cuzk key it came from; cuzk keys that set nothing are listed with why.
+    FromCuzk(FromCuzkArgs),
 }
 
 #[derive(Args)]
@@ -231,11 +251,34 @@ pub struct PrintArgs {
     config: Option<PathBuf>,
 }
 
+#[derive(Args)]
+pub struct FromCuzkArgs {
+    /// The cuzk configuration file.
+    file: PathBuf,
+}
+
 pub fn run(cmd: ConfigCommand) -> Result<()> {
-    let ConfigCommand::Print(args) = cmd;
-    let config = Config::load(args.config.as_deref())?;
-    config.check()?;
-    print!("{}", config.to_toml());
+    match cmd {
+        ConfigCommand::Print(args) => {
+            let config = Config::load(args.config.as_deref())?;
+            config.check()?;
+            print!("{}", config.to_toml());
+        }
+        ConfigCommand::FromCuzk(args) => {
+            let path = args.file.as_path();
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            let file: toml::Table = text
+                .parse()
+                .with_context(|| format!("{}", path.display()))?;
+            let t = cuzk_config::translate(file)
+                .with_context(|| format!("{} (read as a cuzk file)", path.display()))?;
+            print!("{}", cuzk_config::native_toml(&t));
+            if let Err(e) = t.config.check() {
+                eprintln!("note: the daemon would refuse this configuration as it is: {e:#}");
+            }
+        }
+    }
     Ok(())
 }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::Args;
 use clap::ValueEnum;
-use zkforge_engine::{Engine, ParamsDir, ParamsSource};
+use zkforge_engine::{params_dir_source, probe_writable, Engine, ParamsSource};
 use zkforge_filecoin::shape::format_sector_size;
 use zkforge_filecoin::{params, ParamsId, ProofKind};
 use zkforge_server::{serve_http, serve_with, Listen, ServeOptions};
@@ -135,8 +135,26 @@ fn log_placements(engine: &Engine, dir: &Path) {
 /// has ended.
 const ENGINE_STOP_GRACE: Duration = Duration::from_secs(2);
 
+impl DaemonArgs {
+    /// The log level a cuzk file's `logging.level` asks for; None for a native file, or one
+    /// that cannot be read (`run` says why).
+    pub fn cuzk_log_level(&self) -> Option<String> {
+        let (_, cuzk) = Config::read(self.config.as_deref()).ok()?;
+        cuzk?.log_level
+    }
+}
+
 pub fn run(args: DaemonArgs) -> Result<()> {
-    let mut config = Config::load(args.config.as_deref())?;
+    let (mut config, cuzk) = Config::read(args.config.as_deref())?;
+    if let Some(t) = &cuzk {
+        tracing::info!(
+            keys = t.notes.len(),
+            "reading a cuzk configuration file: each key and what it became"
+        );
+        for note in &t.notes {
+            tracing::info!("{note}");
+        }
+    }
     let d = &mut config.daemon;
     if let Some(v) = args.listen {
         d.listen = v;
@@ -185,12 +203,19 @@ pub fn run(args: DaemonArgs) -> Result<()> {
         .daemon
         .verify_params
         .then(|| ParamsGuard::new(dir.clone()));
+    // Recordings go beside the keys, or, where the daemon cannot write there (cuzk's
+    // root-owned /data/zk/params), into its own cache directory: said once, never a failure.
+    let recordings = params::zkforge_cache_dir().join("r1cs");
+    let (source, apart) = params_dir_source(dir.clone(), recordings, probe_writable);
+    if let Some(said) = apart {
+        tracing::info!("{said}");
+    }
     let source: Box<dyn ParamsSource> = match &guard {
         Some(g) => Box::new(GuardedParams {
             guard: g.clone(),
-            inner: ParamsDir(dir.clone()),
+            inner: source,
         }),
-        None => Box::new(ParamsDir(dir.clone())),
+        None => source,
     };
     let engine = Arc::new(Engine::start(config.engine, backend, source)?);
     spawn_placement_log(engine.clone(), dir.clone())?;

@@ -6,6 +6,8 @@ mod bench_engine;
 mod bench_pipeline;
 mod bench_synthesis;
 pub mod config;
+mod cuzk_config;
+mod cuzk_values;
 pub mod daemon;
 pub mod demo;
 pub mod fixtures;

@@ -12,7 +12,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 
 use anyhow::Result;
-use zkforge_engine::{ParamsDir, ParamsSource};
+use zkforge_engine::ParamsSource;
 use zkforge_filecoin::param_digest::{self, Manifest, Verdict};
 use zkforge_filecoin::ParamsId;
 use zkforge_groth16::{LoadedKey, QueryLengths};
@@ -167,10 +167,11 @@ impl Drop for SlotReset<'_> {
     }
 }
 
-/// [`ParamsDir`] behind a [`ParamsGuard`]: what the engine loads from with verify_params on.
+/// A parameter directory's source behind a [`ParamsGuard`]: what the engine loads from with
+/// verify_params on.
 pub struct GuardedParams {
     pub guard: Arc<ParamsGuard>,
-    pub inner: ParamsDir,
+    pub inner: Box<dyn ParamsSource>,
 }
 
 impl ParamsSource for GuardedParams {

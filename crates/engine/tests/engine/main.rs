@@ -6,6 +6,7 @@
 mod common;
 mod depth;
 mod priorities;
+mod recordings;
 mod resubmission;
 
 use std::collections::HashMap;

@@ -84,7 +84,8 @@ fn parse(text: &str) -> Result<(BTreeMap<String, String>, Vec<Sample>), String> 
         }
         if let Some(ty) = line.strip_prefix("# TYPE ") {
             let (name, kind) = ty.split_once(' ').ok_or_else(|| err("no type".into()))?;
-            if !["counter", "gauge", "histogram"].contains(&kind) || !is_name(name, true) {
+            if !["counter", "gauge", "histogram", "summary"].contains(&kind) || !is_name(name, true)
+            {
                 return Err(err("bad TYPE".into()));
             }
             if families
@@ -93,7 +94,8 @@ fn parse(text: &str) -> Result<(BTreeMap<String, String>, Vec<Sample>), String> 
             {
                 return Err(err(format!("family {name} again")));
             }
-            if kind == "counter" && !name.ends_with("_total") {
+            // cuzk's names are kept as cuzk wrote them (`cuzk_proofs_completed`, a counter).
+            if kind == "counter" && !name.ends_with("_total") && !name.starts_with("cuzk_") {
                 return Err(err("a counter's name ends in _total".into()));
             }
             current = Some((name.to_string(), kind.to_string()));
@@ -119,6 +121,10 @@ fn parse(text: &str) -> Result<(BTreeMap<String, String>, Vec<Sample>), String> 
         let belongs = name == family
             || (kind == "histogram"
                 && ["_bucket", "_sum", "_count"]
+                    .iter()
+                    .any(|s| name.strip_suffix(s) == Some(family)))
+            || (kind == "summary"
+                && ["_sum", "_count"]
                     .iter()
                     .any(|s| name.strip_suffix(s) == Some(family)));
         if !belongs || !is_name(name, true) {
@@ -328,4 +334,55 @@ fn the_parser_refuses_what_prometheus_would() {
         let e = parse(&broken).unwrap_err();
         assert!(e.contains(why), "{why}: {e}");
     }
+}
+
+#[test]
+fn get_status_counts_jobs_and_cuzk_names_are_answered() {
+    let mut s = status_with_observations();
+    // One 32 GiB PoRep queued (10 partitions), one SnapDeals running (16, 3 of them started).
+    let counts = |pending, in_progress, jobs_queued, jobs_running| zkforge_engine::KindCounts {
+        pending,
+        in_progress,
+        jobs_queued,
+        jobs_running,
+    };
+    s.queues = vec![
+        (ProofKind::PoRep, counts(10, 0, 1, 0)),
+        (ProofKind::SnapDeals, counts(13, 3, 0, 1)),
+    ];
+    s.outcomes.push((ProofKind::WinningPost, "failed", 1));
+    s.failed = 1;
+    let queues = status_response(&s).queues;
+    let of = |kind: &str| {
+        let q = queues.iter().find(|q| q.proof_kind == kind).unwrap();
+        (q.pending, q.in_progress)
+    };
+    assert_eq!(of("porep-c2"), (1, 0));
+    assert_eq!(of("snap-update"), (0, 1));
+    // Partitions stay on /metrics.
+    let text = prometheus(&s);
+    assert!(
+        text.contains("zkforge_partitions_pending{kind=\"porep\"} 10\n"),
+        "{text}"
+    );
+
+    let cuzk = cuzk_exposition(&s);
+    let (_, samples) = parse(&cuzk).unwrap_or_else(|e| panic!("{e}\n{cuzk}"));
+    let at = |name, labels: &[(&str, &str)]| value(&samples, name, labels);
+    let kind = |k| [("proof_kind", k)];
+    assert_eq!(at("cuzk_proofs_completed_total", &[]), Some(2.0));
+    assert_eq!(at("cuzk_proofs_failed_total", &[]), Some(1.0));
+    assert_eq!(at("cuzk_queue_depth", &[]), Some(1.0));
+    assert_eq!(at("cuzk_running_jobs", &[]), Some(1.0));
+    assert_eq!(at("cuzk_gpu_workers", &[]), Some(0.0));
+    assert_eq!(at("cuzk_proofs_completed", &kind("porep_c2")), Some(2.0));
+    assert_eq!(at("cuzk_proofs_failed", &kind("winning_post")), Some(1.0));
+    assert_eq!(at("cuzk_proofs_failed", &kind("snap_update")), Some(0.0));
+    let count = at("cuzk_proof_duration_seconds_count", &kind("porep_c2"));
+    let sum = at("cuzk_proof_duration_seconds_sum", &kind("porep_c2")).unwrap();
+    assert_eq!(count, Some(2.0));
+    assert!((sum - 921.4).abs() < 1e-6, "{sum}");
+    assert!(at("cuzk_uptime_seconds", &[]).is_some());
+    // Both expositions together (GetMetrics) name no family twice.
+    parse(&format!("{text}{cuzk}")).unwrap();
 }
