@@ -2,6 +2,7 @@
 # A good neighbour on the provider's host (issue 48), a 32 GiB PoRep on the device box with the
 # daemon's default configuration. STAGES (default "gen,squeeze,full"):
 #   gen      sparse 32 GiB fixtures and the 32 GiB PoRep key (generated on the GPU)
+#   base16   the BASE build on the 16 GiB card without the squeeze (the s/proof to compare with)
 #   squeeze  a 16 GiB card (scripts/hold-vram.py holds the rest); `bench batch -c $PROOFS -j 3
 #            --verify`; $SQUEEZE_AFTER s into it (default 90) another process takes and touches
 #            $SQUEEZE GiB of host memory (default 24; "24 30 24": 24, then 24 more 30 s later)
@@ -118,7 +119,13 @@ card() {
   fi
 }
 
-[[ $what == *squeeze* ]] && card 16g-squeeze 16 "" ${SQUEEZE:-24}
+[[ $what == *squeeze* ]] && run_card 16g-squeeze 16 "" ${SQUEEZE:-24}
+# The base build on the 16 GiB card, unsqueezed: the s/proof to compare with.
+if [[ $what == *base16* ]]; then
+  mkdir -p "$work/base"
+  gzip -dc "$BASE" > "$work/base/zkforge" && chmod +x "$work/base/zkforge"
+  this="$zk"; zk="$work/base/zkforge"; run_card base-16g 16 ""; zk="$this"
+fi
 [[ $what == *full* ]] && card full "" ""
 [[ $what == *host* ]] && card "host${HOST_GIB:-64}" "${HOST_CARD:-24}" "${HOST_GIB:-64}"
 finish
