@@ -49,6 +49,9 @@ pub struct HostReading {
 pub struct Cgroup {
     pub max: u64,
     pub current: u64,
+    /// File pages on the inactive list (`memory.stat`): counted in `current`, but the kernel
+    /// reclaims them before the cgroup runs out (a 47 GB key read once lands there).
+    pub inactive_file: u64,
 }
 
 impl HostReading {
@@ -81,7 +84,9 @@ impl HostReading {
     /// Memory the host can still give: MemAvailable, or the cgroup's room where less.
     pub fn room(&self) -> u64 {
         match self.cgroup {
-            Some(c) => self.available.min(c.max.saturating_sub(c.current)),
+            Some(c) => self
+                .available
+                .min((c.max + c.inactive_file).saturating_sub(c.current)),
             None => self.available,
         }
     }
@@ -123,7 +128,18 @@ fn read_cgroup(dir: &Path) -> Option<Cgroup> {
     let read = |name: &str| std::fs::read_to_string(dir.join(name)).ok();
     let max = read("memory.max")?.trim().parse().ok()?;
     let current = read("memory.current")?.trim().parse().ok()?;
-    Some(Cgroup { max, current })
+    let inactive_file = read("memory.stat")
+        .and_then(|stat| {
+            stat.lines()
+                .find_map(|l| l.strip_prefix("inactive_file "))
+                .and_then(|v| v.trim().parse().ok())
+        })
+        .unwrap_or(0);
+    Some(Cgroup {
+        max,
+        current,
+        inactive_file,
+    })
 }
 
 /// Why the limit moved.
@@ -242,10 +258,11 @@ mod tests {
             cgroup: Some(Cgroup {
                 max: 64 * GIB,
                 current: 60 * GIB,
+                inactive_file: 2 * GIB,
             }),
             ..reading(100 * GIB, 0.0)
         };
-        assert_eq!(r.room(), 4 * GIB);
+        assert_eq!(r.room(), 6 * GIB, "4 GiB free and 2 of file pages to reclaim");
         assert_eq!(r.memory(), 64 * GIB);
     }
 
@@ -268,11 +285,17 @@ mod tests {
         std::fs::write(tmp.path().join("memory.current"), "1000\n").unwrap();
         assert_eq!(read_cgroup(tmp.path()), None, "no limit");
         std::fs::write(tmp.path().join("memory.max"), "4096\n").unwrap();
+        std::fs::write(
+            tmp.path().join("memory.stat"),
+            "anon 500\nfile 300\ninactive_file 200\n",
+        )
+        .unwrap();
         assert_eq!(
             read_cgroup(tmp.path()),
             Some(Cgroup {
                 max: 4096,
-                current: 1000
+                current: 1000,
+                inactive_file: 200,
             })
         );
         let now = HostReading::now().unwrap();
