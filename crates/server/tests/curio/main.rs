@@ -6,7 +6,8 @@
 //!
 //! `retries.rs`: what Curio itself does (retries after a failure or a cancellation, ProofShare's
 //! SnapDeals, urgent proofs past a full queue, a stop under load, GetStatus's names);
-//! `neighbours.rs`: what another local client does beside it (guessed job ids, squatted
+//! `proof_types.rs`: the seal proof types besides interactive PoRep (a synthetic PoRep proved,
+//! NI-PoRep refused by name); `neighbours.rs`: what another local client does beside it (guessed job ids, squatted
 //! request ids, trickled bodies, held connections, slowloris on the scrape port, crowds of
 //! waiters, bad ids, a row of 32 GiB C1 outputs ahead of a WinningPoSt).
 
@@ -16,5 +17,6 @@ mod common;
 mod daemon;
 mod failures;
 mod neighbours;
+mod proof_types;
 mod requests;
 mod retries;
