@@ -1,4 +1,5 @@
-//! The `zkforge` binary end to end: help texts, the demo, fixtures.
+//! The `zkforge` binary end to end: help texts, the demo, fixtures, `prove porep` of the seal
+//! proof types besides interactive PoRep.
 
 mod common;
 
@@ -209,5 +210,91 @@ fn bench_synthesis_compares_native_and_reference_on_a_c1() {
     run_fails_with(
         zkforge().args(["bench", "synthesis", "--synthetic", "2KiB", "--reference"]),
         "--reference needs a C1 output",
+    );
+}
+
+/// Synthetic PoRep (Curio's `UseSyntheticPoRep`) from the command line: `zkforge fixtures
+/// --porep-type synthetic` seals through filecoin-proofs' synthetic path, `zkforge prove
+/// porep` proves it with the interactive PoRep's parameter set, and verify_seal for the
+/// synthetic type accepts the proof. NI-PoRep is refused by name before anything is proved,
+/// and sparse fixtures of either type are refused with the reason.
+#[test]
+fn prove_porep_proves_a_synthetic_sector_and_refuses_ni_porep_by_name() {
+    use filecoin_proofs_api::RegisteredSealProof::*;
+    let params = cache_dir().join("params");
+    // filecoin-proofs' verifier reads the .vk from here.
+    std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &params);
+    zkforge_filecoin::params::ensure_test_params(
+        zkforge_filecoin::ProofKind::PoRep,
+        2048,
+        &params,
+        &(),
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let fixtures = |porep_type: &str| {
+        let out = dir.path().join(porep_type);
+        let stdout = run_ok(
+            zkforge()
+                .args(["fixtures", "--porep-type", porep_type, "--seed", "53"])
+                .arg("--out")
+                .arg(&out),
+        );
+        let m = zkforge_fixtures::load(&out).unwrap();
+        assert!(
+            stdout.contains(&format!("{:?}", m.registered_seal_proof)),
+            "{stdout}"
+        );
+        (out.join(&m.c1_wrapper), m)
+    };
+    let prove = |c1: &std::path::Path, out: &std::path::Path| {
+        let mut cmd = zkforge();
+        cmd.args(["prove", "porep", "--backend", "cpu", "--c1"])
+            .arg(c1)
+            .arg("--params")
+            .arg(&params)
+            .arg("--out")
+            .arg(out)
+            .env_remove("RUST_LOG");
+        cmd
+    };
+
+    let (c1, m) = fixtures("synthetic");
+    assert_eq!(
+        m.registered_seal_proof,
+        StackedDrg2KiBV1_1_Feat_SyntheticPoRep
+    );
+    let proof_file = dir.path().join("synthetic.proof");
+    run_ok(&mut prove(&c1, &proof_file));
+    let proof = std::fs::read(&proof_file).unwrap();
+    assert_eq!(proof.len(), 192);
+    assert!(m.verify_porep(&proof).unwrap(), "verify_seal accepts it");
+    let mut bad = proof.clone();
+    bad[7] ^= 1;
+    assert!(!m.verify_porep(&bad).unwrap_or(false));
+
+    let (c1, m) = fixtures("non-interactive");
+    assert_eq!(
+        m.registered_seal_proof,
+        StackedDrg2KiBV1_2_Feat_NonInteractivePoRep
+    );
+    let ni_out = dir.path().join("ni.proof");
+    let out = prove(&c1, &ni_out).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    for words in [
+        "StackedDrg2KiBV1_2_Feat_NonInteractivePoRep",
+        "aggregation is not supported",
+    ] {
+        assert!(stderr.contains(words), "{stderr}");
+    }
+    assert!(!ni_out.exists(), "no proof written");
+
+    run_fails_with(
+        zkforge()
+            .args(["fixtures", "--seal", "sparse", "--porep-type", "synthetic"])
+            .arg("--out")
+            .arg(dir.path().join("sparse")),
+        "draws its challenges from comm_r",
     );
 }

@@ -262,7 +262,11 @@ mod tests {
             }),
             ..reading(100 * GIB, 0.0)
         };
-        assert_eq!(r.room(), 6 * GIB, "4 GiB free and 2 of file pages to reclaim");
+        assert_eq!(
+            r.room(),
+            6 * GIB,
+            "4 GiB free and 2 of file pages to reclaim"
+        );
         assert_eq!(r.memory(), 64 * GIB);
     }
 

@@ -27,7 +27,7 @@ use zkforge_groth16::r1cs::record_repeated;
 use zkforge_groth16::{Assignment, ConstraintMatrices, ScalarPool, Witness};
 
 use crate::native::{self, ChallengeSource, CircuitShape, PartitionValues, PoRepLayout};
-use crate::registered_proof::params_id;
+use crate::registered_proof::{check_seal_proof_supported, params_id};
 use crate::shape::{with_proof_tree, with_tree};
 use crate::untrusted::refusing_panics;
 use crate::{ParamsId, PartitionedCircuit, ProofKind};
@@ -308,6 +308,7 @@ impl<Tree: 'static + MerkleTreeTrait> PoRepCircuits<Tree> {
             seed,
             ..
         } = c1;
+        check_seal_proof_supported(registered_proof)?;
         ensure!(comm_d != [0; 32], "C1 output has an all-zero comm_d");
         ensure!(comm_r != [0; 32], "C1 output has an all-zero comm_r");
         ensure!(seed != [0; 32], "C1 output has an all-zero seed");

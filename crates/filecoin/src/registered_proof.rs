@@ -4,7 +4,9 @@
 //! circuit, so every other module may import it.
 
 use anyhow::Result;
-use filecoin_proofs_api::{RegisteredPoStProof, RegisteredSealProof, RegisteredUpdateProof};
+use filecoin_proofs_api::{
+    ApiFeature, RegisteredPoStProof, RegisteredSealProof, RegisteredUpdateProof,
+};
 
 use crate::shape::by_size;
 use crate::{ParamsId, ProofKind};
@@ -66,6 +68,33 @@ pub fn params_id(kind: ProofKind, sector_size: u64, cache_identifier: &str) -> P
     }
 }
 
+/// A registered seal proof zkforge does not prove, and what it would need.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum UnsupportedSealProof {
+    /// NI-PoRep: filecoin-proofs' `seal_commit_phase2` answers it with a SnarkPack aggregate
+    /// of the partition proofs (`aggregate_seal_commit_proofs`, with the inner-product SRS),
+    /// and `verify_seal` expects that aggregate. zkforge proves partitions and concatenates
+    /// them, which the chain would reject: the request is refused instead.
+    #[error(
+        "registered proof {0:?} (non-interactive PoRep) is not supported: its proof is a \
+         SnarkPack aggregate of the partition proofs, and aggregation is not supported by \
+         zkforge (the partition proofs concatenated would fail verify_seal and the chain)"
+    )]
+    NeedsAggregation(RegisteredSealProof),
+}
+
+/// Whether zkforge proves `proof`'s seals: every interactive and synthetic PoRep type (one
+/// Groth16 proof per partition, concatenated), not NI-PoRep ([`UnsupportedSealProof`]).
+/// Every front end asks before any circuit is built.
+pub fn check_seal_proof_supported(proof: RegisteredSealProof) -> Result<(), UnsupportedSealProof> {
+    // By feature rather than by name: a later NI-PoRep type (another size or API version)
+    // carries the same feature and is refused the same way.
+    if proof.feature_enabled(ApiFeature::NonInteractivePoRep) {
+        return Err(UnsupportedSealProof::NeedsAggregation(proof));
+    }
+    Ok(())
+}
+
 /// The registered seal proof (latest API version) for a sector size.
 pub fn seal_proof_for(sector_size: u64) -> Result<RegisteredSealProof> {
     use RegisteredSealProof::*;
@@ -75,6 +104,34 @@ pub fn seal_proof_for(sector_size: u64) -> Result<RegisteredSealProof> {
         StackedDrg512MiBV1_1,
         StackedDrg32GiBV1_1,
         StackedDrg64GiBV1_1,
+    ];
+    by_size(sector_size, all)
+}
+
+/// The synthetic PoRep seal proof (`V1_1_Feat_SyntheticPoRep`) for a sector size: the
+/// interactive circuit and parameters, challenges drawn from the pre-generated synthetic set.
+pub fn synthetic_seal_proof_for(sector_size: u64) -> Result<RegisteredSealProof> {
+    use RegisteredSealProof::*;
+    let all = [
+        StackedDrg2KiBV1_1_Feat_SyntheticPoRep,
+        StackedDrg8MiBV1_1_Feat_SyntheticPoRep,
+        StackedDrg512MiBV1_1_Feat_SyntheticPoRep,
+        StackedDrg32GiBV1_1_Feat_SyntheticPoRep,
+        StackedDrg64GiBV1_1_Feat_SyntheticPoRep,
+    ];
+    by_size(sector_size, all)
+}
+
+/// The non-interactive PoRep seal proof (`V1_2_Feat_NonInteractivePoRep`) for a sector size
+/// (named so that it can be refused: [`check_seal_proof_supported`]).
+pub fn non_interactive_seal_proof_for(sector_size: u64) -> Result<RegisteredSealProof> {
+    use RegisteredSealProof::*;
+    let all = [
+        StackedDrg2KiBV1_2_Feat_NonInteractivePoRep,
+        StackedDrg8MiBV1_2_Feat_NonInteractivePoRep,
+        StackedDrg512MiBV1_2_Feat_NonInteractivePoRep,
+        StackedDrg32GiBV1_2_Feat_NonInteractivePoRep,
+        StackedDrg64GiBV1_2_Feat_NonInteractivePoRep,
     ];
     by_size(sector_size, all)
 }

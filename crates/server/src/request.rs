@@ -9,7 +9,7 @@ use tonic::Status;
 use zkforge_circuits::PartitionedCircuit;
 use zkforge_filecoin::post::{prover_id_from_miner, PostRequest};
 use zkforge_filecoin::registered_proof::{
-    seal_proof_for, update_proof_for, window_post_for, winning_post_for,
+    check_seal_proof_supported, seal_proof_for, update_proof_for, window_post_for, winning_post_for,
 };
 use zkforge_filecoin::snap::SnapRequest;
 use zkforge_filecoin::{decode_base64_list, max_vanilla_proofs};
@@ -142,6 +142,12 @@ fn proof_request(mut r: pb::SubmitProofRequest) -> Result<ProofRequest, Status> 
     let kind = kind_of(r.proof_kind)?;
     Ok(match kind {
         ProofKind::PoRep => {
+            // Refused by the number Curio sends (the sector's proof type) before a C1 of
+            // thousands of vanilla proofs is parsed; the C1's own type is checked again when
+            // its circuits are built (`porep::PoRepCircuits::new`).
+            if let Some(proof) = wire::seal_proof(r.registered_proof) {
+                check_seal_proof_supported(proof).map_err(invalid)?;
+            }
             let (c1, sector) = porep::parse_c1_with_sector(&r.vanilla_proof)
                 .map_err(|e| invalid(format!("vanilla_proof: {e:#}")))?;
             if let Some(n) = sector.filter(|&n| r.sector_number != 0 && n != r.sector_number) {

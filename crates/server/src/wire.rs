@@ -11,6 +11,35 @@ pub fn seal_proof_number(p: RegisteredSealProof) -> u64 {
     p as u64
 }
 
+/// The seal proof type ffi numbers `n`: 0..=4 V1, 5..=9 V1_1, 10..=14 V1_1_Feat_SyntheticPoRep,
+/// 15..=19 V1_2_Feat_NonInteractivePoRep (go-state-types' `abi.RegisteredSealProof`).
+pub fn seal_proof(n: u64) -> Option<RegisteredSealProof> {
+    use RegisteredSealProof::*;
+    const ALL: [RegisteredSealProof; 20] = [
+        StackedDrg2KiBV1,
+        StackedDrg8MiBV1,
+        StackedDrg512MiBV1,
+        StackedDrg32GiBV1,
+        StackedDrg64GiBV1,
+        StackedDrg2KiBV1_1,
+        StackedDrg8MiBV1_1,
+        StackedDrg512MiBV1_1,
+        StackedDrg32GiBV1_1,
+        StackedDrg64GiBV1_1,
+        StackedDrg2KiBV1_1_Feat_SyntheticPoRep,
+        StackedDrg8MiBV1_1_Feat_SyntheticPoRep,
+        StackedDrg512MiBV1_1_Feat_SyntheticPoRep,
+        StackedDrg32GiBV1_1_Feat_SyntheticPoRep,
+        StackedDrg64GiBV1_1_Feat_SyntheticPoRep,
+        StackedDrg2KiBV1_2_Feat_NonInteractivePoRep,
+        StackedDrg8MiBV1_2_Feat_NonInteractivePoRep,
+        StackedDrg512MiBV1_2_Feat_NonInteractivePoRep,
+        StackedDrg32GiBV1_2_Feat_NonInteractivePoRep,
+        StackedDrg64GiBV1_2_Feat_NonInteractivePoRep,
+    ];
+    ALL.get(usize::try_from(n).ok()?).copied()
+}
+
 /// The PoSt proof type ffi numbers `n`.
 pub fn post_proof(n: u64) -> Option<RegisteredPoStProof> {
     use RegisteredPoStProof::*;
@@ -77,6 +106,18 @@ mod tests {
             post_proof(13),
             Some(RegisteredPoStProof::StackedDrgWindow32GiBV1_2)
         );
+        assert_eq!(
+            seal_proof(13),
+            Some(RegisteredSealProof::StackedDrg32GiBV1_1_Feat_SyntheticPoRep)
+        );
+        assert_eq!(
+            seal_proof(18),
+            Some(RegisteredSealProof::StackedDrg32GiBV1_2_Feat_NonInteractivePoRep)
+        );
+        assert_eq!(seal_proof(20), None);
+        for n in 0..20 {
+            assert_eq!(seal_proof_number(seal_proof(n).unwrap()), n);
+        }
         assert_eq!(post_proof(15), None);
         assert_eq!(post_proof(u64::MAX), None);
         assert!(is_window(post_proof(8).unwrap()) && !is_window(post_proof(4).unwrap()));

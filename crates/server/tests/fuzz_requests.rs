@@ -1,10 +1,11 @@
 //! Fuzzed SubmitProofRequests: every field drawn from valid values, edge values and garbage
 //! (proof kinds, sector sizes, registered_proof numbers, priorities, partition indices and
 //! sector numbers over their whole range with the edges, empty and garbage payloads,
-//! real payloads of the wrong kind, short and long byte fields), converted the way the daemon
+//! real payloads of the wrong kind, C1 outputs of the synthetic and NI-PoRep types, short and
+//! long byte fields), converted the way the daemon
 //! does (`request::circuits`, then the priority), plus circuit ids and job ids. Every case is
-//! accepted or refused with INVALID_ARGUMENT and a message; never a panic, an allocation sized
-//! by the input, or a slow case. A few hundred of them then go over gRPC to a running daemon,
+//! accepted or refused with INVALID_ARGUMENT and a message (an NI-PoRep C1 always refused: it
+//! needs aggregation); never a panic, an allocation sized by the input, or a slow case. A few hundred of them then go over gRPC to a running daemon,
 //! which answers each with a named code and keeps serving.
 
 #[path = "../../groth16/tests/support/fuzz.rs"]
@@ -18,6 +19,9 @@ use proptest::strategy::ValueTree;
 use proptest::test_runner::TestRunner;
 use tonic::Code;
 use zkforge_engine::{Engine, EngineConfig, ParamsDir};
+use zkforge_filecoin::registered_proof::{
+    non_interactive_seal_proof_for, synthetic_seal_proof_for,
+};
 use zkforge_filecoin::ProofKind;
 use zkforge_fixtures::{self as fixtures, read_base64_list};
 use zkforge_groth16::CpuBackend;
@@ -27,9 +31,12 @@ use zkforge_server::{parse_circuit_id, request, Access, Listen, Running};
 #[global_allocator]
 static ALLOC: fuzz::Recording = fuzz::Recording;
 
-/// The real payloads of a sealed 2 KiB sector, to mix (rightly or wrongly) into requests.
+/// The real payloads of a sealed 2 KiB sector, to mix (rightly or wrongly) into requests, and
+/// the C1 outputs of two more sectors sealed as synthetic PoRep and as NI-PoRep.
 struct Payloads {
     c1: Vec<u8>,
+    synthetic_c1: Vec<u8>,
+    ni_c1: Vec<u8>,
     post_json: Vec<u8>,
     post: Vec<Vec<u8>>,
     snap: Vec<Vec<u8>>,
@@ -42,8 +49,15 @@ fn payloads() -> (tempfile::TempDir, Payloads) {
     let m = fixtures::make(2048, dir.path(), 91).unwrap();
     let read = |p: &std::path::Path| std::fs::read(dir.path().join(p)).unwrap();
     let post_json = read(&m.winning_post().unwrap().vanilla);
+    let other_c1 = |proof, name: &str| {
+        let out = dir.path().join(name);
+        let m = fixtures::make_porep(proof, &out, 92).unwrap();
+        std::fs::read(out.join(&m.c1_wrapper)).unwrap()
+    };
     let p = Payloads {
         c1: read(&m.c1_wrapper),
+        synthetic_c1: other_c1(synthetic_seal_proof_for(2048).unwrap(), "synthetic"),
+        ni_c1: other_c1(non_interactive_seal_proof_for(2048).unwrap(), "ni"),
         post: read_base64_list(&post_json).unwrap(),
         post_json,
         snap: read_base64_list(&read(&m.snap().unwrap().vanilla)).unwrap(),
@@ -63,6 +77,8 @@ enum Pick {
     Empty,
     Garbage,
     C1,
+    SyntheticC1,
+    NiC1,
     PostJson,
     Truncated,
 }
@@ -112,6 +128,8 @@ fn shape() -> impl Strategy<Value = Shape> {
         Just(Pick::Empty),
         Just(Pick::Garbage),
         Just(Pick::C1),
+        Just(Pick::SyntheticC1),
+        Just(Pick::NiC1),
         Just(Pick::PostJson),
         Just(Pick::Truncated),
     ];
@@ -135,6 +153,8 @@ fn shape() -> impl Strategy<Value = Shape> {
         Just(u32::MAX),
         any::<u32>(),
     ];
+    // 0..=19 are ffi's seal proof numbers (10..=14 synthetic, 15..=19 NI-PoRep), 0..=14 its
+    // PoSt ones, 0..=4 its update ones.
     let registered = prop_oneof![
         3 => Just(0u64),
         2 => 0u64..21,
@@ -217,6 +237,8 @@ fn build(s: &Shape, p: &Payloads) -> pb::SubmitProofRequest {
             Pick::Empty => Vec::new(),
             Pick::Garbage => s.garbage.clone(),
             Pick::C1 => p.c1.clone(),
+            Pick::SyntheticC1 => p.synthetic_c1.clone(),
+            Pick::NiC1 => p.ni_c1.clone(),
             Pick::PostJson => p.post_json.clone(),
             Pick::Truncated => p.c1[..p.c1.len() / 2].to_vec(),
         },
@@ -260,6 +282,9 @@ fn fuzzed_requests_are_accepted_or_refused_by_name() {
         shape(),
         limits,
         |s| match convert(&build(&s, &p)) {
+            Ok(()) if matches!(s.vanilla_proof, Pick::NiC1) && s.proof_kind == 1 => {
+                Err("an NI-PoRep C1 was accepted".into())
+            }
             Ok(()) => Ok(true),
             Err(st) if st.code() == Code::InvalidArgument && !st.message().is_empty() => Ok(false),
             Err(st) => Err(format!("{:?}: {}", st.code(), st.message())),
@@ -329,6 +354,36 @@ fn fuzzed_requests_are_accepted_or_refused_by_name() {
             }
         },
     );
+}
+
+/// The cases the fuzzer above draws among others, each asserted: a synthetic PoRep C1 under
+/// its own number (10) or none is taken, under the interactive number (5) refused as a
+/// mismatch; an NI-PoRep C1 is refused naming its type and the missing aggregation, whatever
+/// number it comes with.
+#[test]
+fn synthetic_porep_is_taken_and_ni_porep_refused_by_name() {
+    let (_dir, p) = payloads();
+    let porep = |c1: &[u8], registered_proof: u64| pb::SubmitProofRequest {
+        proof_kind: pb::ProofKind::PorepSealCommit as i32,
+        registered_proof,
+        vanilla_proof: c1.to_vec(),
+        ..Default::default()
+    };
+    for number in [10, 0] {
+        convert(&porep(&p.synthetic_c1, number)).unwrap();
+    }
+    let st = convert(&porep(&p.synthetic_c1, 5)).unwrap_err();
+    assert!(st.message().contains("does not match"), "{}", st.message());
+    for number in [15, 0] {
+        let st = convert(&porep(&p.ni_c1, number)).unwrap_err();
+        assert_eq!(st.code(), Code::InvalidArgument);
+        for words in [
+            "StackedDrg2KiBV1_2_Feat_NonInteractivePoRep",
+            "aggregation is not supported",
+        ] {
+            assert!(st.message().contains(words), "{}", st.message());
+        }
+    }
 }
 
 #[test]
@@ -405,6 +460,10 @@ async fn over_grpc() {
         let s = shape().new_tree(&mut runner).unwrap().current();
         match c.submit_proof(build(&s, &p)).await {
             Ok(r) => {
+                assert!(
+                    !(matches!(s.vanilla_proof, Pick::NiC1) && s.proof_kind == 1),
+                    "an NI-PoRep C1 was queued: {s:?}"
+                );
                 accepted += 1;
                 fails_for_want_of_parameters(&mut c, r.into_inner().job_id).await;
             }

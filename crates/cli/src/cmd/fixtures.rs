@@ -7,6 +7,9 @@ use std::time::Instant;
 
 use anyhow::bail;
 use clap::{Args, ValueEnum};
+use zkforge_filecoin::registered_proof::{
+    non_interactive_seal_proof_for, synthetic_seal_proof_for,
+};
 use zkforge_filecoin::shape::{format_sector_size, parse_sector_size};
 use zkforge_filecoin::ProofKind;
 use zkforge_fixtures::{self as fixtures, Manifest};
@@ -37,6 +40,19 @@ pub struct FixturesArgs {
     /// WindowPoSt partition takes most of the time at 32GiB (2,349 sectors).
     #[arg(long, value_enum, value_delimiter = ',')]
     kinds: Option<Vec<ProofArg>>,
+    /// The PoRep the sector is sealed for. synthetic: filecoin-proofs' synthetic path (the
+    /// synthetic proofs generated after pre-commit, as Curio's UseSyntheticPoRep does);
+    /// non-interactive: NI-PoRep (the daemon refuses it: it needs SnarkPack aggregation).
+    /// Other than interactive: --seal full only, and only the PoRep C1 is written.
+    #[arg(long, value_enum, default_value_t = PorepType::Interactive)]
+    porep_type: PorepType,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum PorepType {
+    Interactive,
+    Synthetic,
+    NonInteractive,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -62,10 +78,25 @@ pub fn run(args: FixturesArgs) -> anyhow::Result<()> {
     if mode == SealMode::Full && args.kinds.is_some() {
         bail!("--kinds applies to sparse fixtures; --seal full writes every kind");
     }
+    let other_porep = match args.porep_type {
+        PorepType::Interactive => None,
+        PorepType::Synthetic => Some(synthetic_seal_proof_for(size)?),
+        PorepType::NonInteractive => Some(non_interactive_seal_proof_for(size)?),
+    };
+    if let (Some(proof), SealMode::Sparse) = (other_porep, mode) {
+        // Its challenges come from comm_r, which the sparse trees only have once the
+        // challenged labels are in them: every node would have to be labelled (a full seal).
+        bail!(
+            "--seal sparse makes interactive PoRep only: {proof:?} draws its challenges from \
+             comm_r, so the challenged nodes are known only after every label is computed; \
+             use --seal full (sizes up to 512MiB)"
+        );
+    }
     let t = Instant::now();
-    let m = match mode {
-        SealMode::Full => fixtures::make(size, &args.out, args.seed)?,
-        SealMode::Sparse => {
+    let m = match (mode, other_porep) {
+        (SealMode::Full, Some(proof)) => fixtures::make_porep(proof, &args.out, args.seed)?,
+        (SealMode::Full, None) => fixtures::make(size, &args.out, args.seed)?,
+        (SealMode::Sparse, _) => {
             let bar = WorkBar::new(&format!("sparse {name}"));
             let asked = args.kinds.as_deref().unwrap_or(&ProofArg::ALL);
             let kinds: Vec<ProofKind> = asked.iter().map(|k| k.kind()).collect();
@@ -75,7 +106,7 @@ pub fn run(args: FixturesArgs) -> anyhow::Result<()> {
         }
     };
     let what = match mode {
-        SealMode::Full => format!("sealed a {name} sector"),
+        SealMode::Full => format!("sealed a {name} sector ({:?})", m.registered_seal_proof),
         SealMode::Sparse => format!("made sparse {name} fixtures"),
     };
     println!("{what} in {:.2} s", t.elapsed().as_secs_f64());

@@ -6,10 +6,11 @@
 //!
 //! `retries.rs`: what Curio itself does (retries after a failure or a cancellation, ProofShare's
 //! SnapDeals, urgent proofs past a full queue, a stop under load, GetStatus's names);
-//! `neighbours.rs`: what another local client does beside it (guessed job ids, squatted
-//! request ids, trickled bodies, held connections, slowloris on the scrape port, bad ids, a
-//! row of 32 GiB C1 outputs ahead of a WinningPoSt). Crowds of waiters on one connection:
-//! `crates/cli/tests/waiters.rs`, against a daemon process.
+//! `proof_types.rs`: the seal proof types besides interactive PoRep (a synthetic PoRep proved,
+//! NI-PoRep refused by name); `neighbours.rs`: what another local client does beside it
+//! (guessed job ids, squatted request ids, trickled bodies, held connections, slowloris on the
+//! scrape port, bad ids, a row of 32 GiB C1 outputs ahead of a WinningPoSt). Crowds of waiters
+//! on one connection: `crates/cli/tests/waiters.rs`, against a daemon process.
 
 mod client;
 #[path = "../common/mod.rs"]
@@ -17,5 +18,6 @@ mod common;
 mod daemon;
 mod failures;
 mod neighbours;
+mod proof_types;
 mod requests;
 mod retries;

@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use filecoin_proofs_api::RegisteredSealProof;
 use zkforge_fixtures::{self as fixtures, read_base64_list, Manifest};
 use zkforge_server::pb;
 
@@ -20,11 +21,21 @@ pub struct Sector {
 impl Sector {
     /// Seals a sector (under a second) into a directory of its own.
     pub fn new(seed: u64) -> Self {
+        Self::sealed_with(|dir| fixtures::make(2048, dir, seed))
+    }
+
+    /// A 2 KiB sector sealed for another seal proof type (`UseSyntheticPoRep`'s synthetic
+    /// PoRep, NI-PoRep): its PoRep C1 only.
+    pub fn porep_only(proof: RegisteredSealProof, seed: u64) -> Self {
+        Self::sealed_with(|dir| fixtures::make_porep(proof, dir, seed))
+    }
+
+    fn sealed_with(seal: impl FnOnce(&Path) -> anyhow::Result<Manifest>) -> Self {
         // Sealing reads filecoin-proofs' settings, and with them the parameter directory the
         // verifiers will use: it must be set first.
         crate::daemon::param_dir();
         let keep = tempfile::tempdir().unwrap();
-        let m = fixtures::make(2048, keep.path(), seed).unwrap();
+        let m = seal(keep.path()).unwrap();
         Self {
             dir: keep.path().to_path_buf(),
             m,
