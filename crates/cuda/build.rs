@@ -7,7 +7,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const SPPARK_DIR: &str = "sppark-0.1.16";
-const DEFAULT_ARCHS: &str = "80,86,89,90";
+/// SASS for every card a provider owns (nvcc 13.0 takes each): Turing (T4, RTX 20xx, Quadro
+/// RTX: 75), Ampere (A100: 80; A10, A40, RTX 30xx: 86), Ada (L4, L40, RTX 40xx: 89), Hopper
+/// (H100, H200: 90), Blackwell (B200: 100; RTX 50xx, RTX PRO 6000: 120); PTX for the newest, so
+/// that a later card JITs it once (`zkforge_cuda::archs`, `zkforge doctor`).
+const DEFAULT_ARCHS: &str = "75,80,86,89,90,100,120";
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
