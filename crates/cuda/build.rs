@@ -7,11 +7,16 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const SPPARK_DIR: &str = "sppark-0.1.16";
-const DEFAULT_ARCHS: &str = "80,86,89,90";
+/// SASS for every card a provider owns (nvcc 13.0 takes each): Turing (T4, RTX 20xx, Quadro
+/// RTX: 75), Ampere (A100: 80; A10, A40, RTX 30xx: 86), Ada (L4, L40, RTX 40xx: 89), Hopper
+/// (H100, H200: 90), Blackwell (B200: 100; RTX 50xx, RTX PRO 6000: 120); PTX for the newest, so
+/// that a later card JITs it once (`zkforge_cuda::archs`, `zkforge doctor`).
+const DEFAULT_ARCHS: &str = "75,80,86,89,90,100,120";
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     if env::var_os("CARGO_FEATURE_CUDA").is_none() {
+        embedded_code(&[], None);
         return;
     }
     println!("cargo:rerun-if-changed=kernels");
@@ -30,6 +35,7 @@ fn main() {
     // CudaDevice::open reports as CudaError::NotBuilt.
     if env::var_os("ZKFORGE_CUDA_STUB").is_some() {
         std::fs::write(&out, b"").unwrap();
+        embedded_code(&[], None);
         return;
     }
     let nvcc = env::var("NVCC").unwrap_or_else(|_| "nvcc".into());
@@ -53,17 +59,28 @@ fn main() {
     .map(|s| s.to_string())
     .collect();
     args.push(format!("-I{}", sppark.display()));
-    let mut newest = 0;
-    for a in archs.split(',').map(str::trim).filter(|a| !a.is_empty()) {
-        let a: u32 = a
-            .parse()
-            .expect("ZKFORGE_CUDA_ARCHS: comma-separated numbers like 90");
-        newest = newest.max(a);
+    let sass: Vec<u32> = archs
+        .split(',')
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+        .map(|a| {
+            a.parse().unwrap_or_else(|_| {
+                panic!("ZKFORGE_CUDA_ARCHS = {archs:?}: comma-separated numbers like 90, not {a:?}")
+            })
+        })
+        .collect();
+    let newest = sass
+        .iter()
+        .copied()
+        .max()
+        .expect("ZKFORGE_CUDA_ARCHS lists no arch");
+    for a in &sass {
         args.push(format!("-gencode=arch=compute_{a},code=sm_{a}"));
     }
     args.push(format!(
         "-gencode=arch=compute_{newest},code=compute_{newest}"
     ));
+    embedded_code(&sass, Some(newest));
 
     // nvcc takes minutes for the big-integer kernels: skip it when nothing it reads changed.
     let stamp_path = out_dir.join("zkforge.fatbin.stamp");
@@ -81,6 +98,18 @@ fn main() {
         .unwrap_or_else(|e| panic!("cannot run nvcc ({nvcc}): {e}; set NVCC or put nvcc on PATH"));
     assert!(status.success(), "nvcc failed on kernels/zkforge.cu");
     std::fs::write(&stamp_path, stamp).unwrap();
+}
+
+/// What the fatbin carries, for `zkforge doctor` (`zkforge_cuda::archs`): the SASS archs and
+/// the PTX's, each empty where the build has no kernels. Printed on every run of this script,
+/// since cargo keeps only the last run's instructions.
+fn embedded_code(sass: &[u32], ptx: Option<u32>) {
+    let list: Vec<String> = sass.iter().map(u32::to_string).collect();
+    println!("cargo:rustc-env=ZKFORGE_CUDA_SASS={}", list.join(","));
+    println!(
+        "cargo:rustc-env=ZKFORGE_CUDA_PTX={}",
+        ptx.map(|p| p.to_string()).unwrap_or_default()
+    );
 }
 
 fn stamp(nvcc: &str, args: &[String], dir: &Path) -> String {

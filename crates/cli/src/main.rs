@@ -49,6 +49,9 @@ enum Command {
     /// Benchmarks: in-process (local, engine) and a client of the daemon (single, batch, sweep).
     #[command(subcommand)]
     Bench(cmd::bench::BenchCommand),
+    /// What this host will do, before any proof: GPUs, memory, parameters, each set's plan.
+    /// Exit 0: something can prove; 2: nothing can (1: the doctor could not run).
+    Doctor(cmd::doctor::DoctorArgs),
     /// Analyse the TIMELINE events of a log: lane busy fractions, gaps, bottleneck, waterfall.
     Timeline(cmd::timeline::TimelineArgs),
 }
@@ -57,18 +60,21 @@ fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     init_logging(&cli);
 
+    let ok = |r: anyhow::Result<()>| r.map(|()| std::process::ExitCode::SUCCESS);
     let result = match cli.command {
-        Command::Demo(args) => cmd::demo::run(args),
-        Command::Prove(cmd) => cmd::prove::run(cmd),
-        Command::Params(cmd) => cmd::params::run(cmd),
-        Command::Fixtures(args) => cmd::fixtures::run(args),
-        Command::Daemon(args) => cmd::daemon::run(args),
-        Command::Config(cmd) => cmd::config::run(cmd),
-        Command::Bench(cmd) => cmd::bench::run(cmd),
-        Command::Timeline(args) => cmd::timeline::run(args),
+        // The one command with exit codes of its own (cmd/doctor.rs).
+        Command::Doctor(args) => cmd::doctor::run(args),
+        Command::Demo(args) => ok(cmd::demo::run(args)),
+        Command::Prove(cmd) => ok(cmd::prove::run(cmd)),
+        Command::Params(cmd) => ok(cmd::params::run(cmd)),
+        Command::Fixtures(args) => ok(cmd::fixtures::run(args)),
+        Command::Daemon(args) => ok(cmd::daemon::run(args)),
+        Command::Config(cmd) => ok(cmd::config::run(cmd)),
+        Command::Bench(cmd) => ok(cmd::bench::run(cmd)),
+        Command::Timeline(args) => ok(cmd::timeline::run(args)),
     };
     match result {
-        Ok(()) => std::process::ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
             std::process::ExitCode::FAILURE

@@ -143,6 +143,20 @@ fn the_systemd_unit_agrees_with_the_example_config() {
         env.contains(&format!("FIL_PROOFS_PARAMETER_CACHE={params}")),
         "{env:?}"
     );
+    // A JIT-compiled kernel image persists for a user without a home: the driver's cache is in
+    // the directory systemd keeps for the unit, at a size the driver accepts (at most 4 GiB).
+    let cache_dir = Path::new("/var/cache").join(one("CacheDirectory"));
+    assert!(
+        env.contains(&format!("CUDA_CACHE_PATH={}", cache_dir.display())),
+        "{env:?}"
+    );
+    let max_size: u64 = env
+        .iter()
+        .find_map(|e| e.strip_prefix("CUDA_CACHE_MAXSIZE="))
+        .expect("CUDA_CACHE_MAXSIZE")
+        .parse()
+        .unwrap();
+    assert!((256 << 20..=4 << 30).contains(&max_size), "{max_size}");
     // A private /var/tmp would hide the shared parameter cache.
     assert!(unit.get("PrivateTmp").is_none_or(|v| v == &["false"]));
     let exec: Vec<&str> = one("ExecStart").split_whitespace().collect();

@@ -1,10 +1,12 @@
 //! GPU NTT, Groth16 h step and G1/G2 multi-scalar multiplication for BLS12-381 (blstrs types).
 //! Built with the `cuda` feature it runs on an NVIDIA GPU; without it every call returns `NotBuilt`.
 
+pub mod archs;
 mod error;
 pub mod host;
 mod options;
 pub mod placement;
+mod probe;
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 mod resident;
 mod vram;
@@ -42,6 +44,7 @@ mod stub;
 
 pub use error::CudaError;
 pub use options::{parse_devices, CudaOptions, Residency};
+pub use probe::{pci_address, probe_gpus, GpuProbe};
 #[cfg(not(feature = "cuda"))]
 pub use stub::{CudaDevice, DeviceBasesG1, DeviceBasesG2, DeviceMatrices, DeviceScalars};
 pub use vram::{VramBudget, VramReservation};

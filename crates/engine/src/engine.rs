@@ -370,6 +370,12 @@ impl Engine {
         self.pipeline.srs.placement(id)
     }
 
+    /// [`placement`](Self::placement), refused where a job's first load would refuse the set
+    /// for want of host memory (key, matrices and a partition over the budget).
+    pub fn placement_for_a_job(&self, id: &ParamsId) -> Result<KeyPlacement> {
+        self.pipeline.srs.placement_for_a_job(id)
+    }
+
     /// Drops a parameter set; returns the bytes it held, if it was loaded.
     pub fn evict(&self, id: &ParamsId) -> Option<u64> {
         self.pipeline.srs.evict(id)

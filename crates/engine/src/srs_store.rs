@@ -185,6 +185,24 @@ impl SrsStore {
             .with_context(|| format!("parameters {}", id.circuit_id()))
     }
 
+    /// [`placement`](Self::placement) as a job's first load decides it, and refused as that
+    /// load would refuse it: the key, its matrices (the recording's, else the estimate a
+    /// first recording is sized with) and one partition must fit the memory budget. What
+    /// `zkforge doctor` reports, before any job is sent.
+    pub fn placement_for_a_job(&self, id: &ParamsId) -> Result<KeyPlacement> {
+        let lengths = self.source.lengths(id)?;
+        let shape = self.recorded_shape(id);
+        // A job always brings its circuit, so a load records the matrices if none are cached.
+        let sizes = self.host_sizes(&lengths, shape.as_ref(), true);
+        let placement = self
+            .place_within_host(&lengths, shape.as_ref(), sizes.matrices, sizes.partition)
+            .with_context(|| format!("parameters {}", id.circuit_id()))?;
+        let key = host_form(&lengths, &placement).1;
+        check_host_room(self.budget.total(), key, sizes.matrices, sizes.partition)
+            .with_context(|| format!("parameters {}", id.circuit_id()))?;
+        Ok(placement)
+    }
+
     /// The shape of the set's cached recording, from its header; None without one (or with a
     /// damaged one, which a load records again).
     fn recorded_shape(&self, id: &ParamsId) -> Option<MatricesShape> {

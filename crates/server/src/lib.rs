@@ -34,7 +34,7 @@ mod status_json;
 mod waiters;
 mod wire;
 
-pub use access::{Access, TlsFiles};
+pub use access::{Access, AllowedClients, BadClientNet, ClientNet, TlsFiles};
 pub use circuit_id::parse_circuit_id;
 pub use http::serve_http;
 pub use limits::{Checked as CheckedLimits, Limits};

@@ -29,6 +29,8 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::Sleep;
 use tokio_stream::Stream;
 
+use crate::access::AllowedClients;
+
 /// Who a connection counts against.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Client {
@@ -455,6 +457,8 @@ pub struct Incoming<L: Accept> {
     connections: Arc<Connections>,
     backoff: Option<(Pin<Box<Sleep>>, Duration)>,
     errors_in_burst: u64,
+    /// `daemon.allow_clients`: a TCP client outside them is closed before it takes a slot.
+    allowed: Option<Arc<AllowedClients>>,
 }
 
 impl<L: Accept> Incoming<L> {
@@ -464,7 +468,14 @@ impl<L: Accept> Incoming<L> {
             connections,
             backoff: None,
             errors_in_burst: 0,
+            allowed: None,
         }
+    }
+
+    /// Serves only clients `allowed` admits (None: every client).
+    pub fn allowing(mut self, allowed: Option<Arc<AllowedClients>>) -> Self {
+        self.allowed = allowed;
+        self
     }
 
     fn on_error(&mut self, e: io::Error) {
@@ -522,6 +533,12 @@ impl<L: Accept> Stream for Incoming<L> {
                         this.errors_in_burst = 0;
                     }
                     this.backoff = None;
+                    if let (Some(gate), Client::Ip(ip)) = (&this.allowed, client) {
+                        if !gate.admits(ip) {
+                            // Dropping the stream closes it.
+                            continue;
+                        }
+                    }
                     match this.connections.admit(client) {
                         Some(state) => return Poll::Ready(Some(Ok(GuardedIo::new(io, state)))),
                         // Over a cap: dropping the stream closes it.

@@ -10,7 +10,7 @@ use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Server;
 use zkforge_engine::Engine;
 
-use crate::access::{Access, SOCKET_MODE};
+use crate::access::{Access, AllowedClients, SOCKET_MODE};
 use crate::drain::{Drain, DrainLayer};
 use crate::guard::RequestGuardLayer;
 use crate::limits::Checked;
@@ -111,7 +111,8 @@ pub async fn serve_with(
 ) -> Result<()> {
     let (access, limits) = (&options.access, &options.limits);
     let chosen = access.check(&listen)?;
-    if chosen.starts_with("INSECURE") {
+    // Both serve a reachable address without encryption or authentication.
+    if chosen.starts_with("INSECURE") || chosen.starts_with("plain TCP") {
         tracing::warn!("access: {chosen}");
     } else {
         tracing::info!("access: {chosen}");
@@ -162,6 +163,8 @@ pub async fn serve_with(
     // answered the calls in flight: see `drain`.
     let drain_signal = drain.clone();
     let draining = async move { drain_signal.connections_closing().await };
+    let allowed = (!access.allow_clients.is_empty())
+        .then(|| Arc::new(AllowedClients::new(access.allow_clients.clone())));
     // Either listener, closable from the drain; its serving future, boxed to one type.
     let (close, serving): (ListenerCloser, Serving) = match listen {
         Listen::Tcp(addr) => {
@@ -172,7 +175,7 @@ pub async fn serve_with(
             tracing::info!(%local, "serving cuzk.v1 over TCP");
             ready(Some(local));
             let slot = ListenerSlot::new(listener);
-            let incoming = Incoming::new(slot.clone(), connections);
+            let incoming = Incoming::new(slot.clone(), connections).allowing(allowed);
             let serving = router.serve_with_incoming_shutdown(incoming, draining);
             (Box::new(move || slot.close()), Box::pin(serving))
         }

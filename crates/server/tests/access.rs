@@ -1,7 +1,9 @@
 //! Safe defaults over real sockets: an address other machines can reach is refused without
 //! TLS and client authentication; with TLS and client certificates only clients whose
 //! certificate chains to the configured CA get in; with a bearer token, calls without it (or
-//! with a wrong one) are UNAUTHENTICATED; the unix socket is created with mode 0660.
+//! with a wrong one) are UNAUTHENTICATED; with `allow_clients`, clients outside the listed
+//! networks are closed at accept (tested over loopback only); the unix socket is created with
+//! mode 0660.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -250,4 +252,47 @@ async fn the_unix_socket_is_created_0660() {
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
     d.stop().await.unwrap();
+}
+
+/// A GetStatus over plain TCP to `addr` through a fresh connection, within 10 s.
+async fn plain_status(addr: std::net::SocketAddr) -> Result<(), String> {
+    let call = async {
+        let mut c = ProvingEngineClient::connect(format!("http://{addr}"))
+            .await
+            .map_err(|e| format!("connect: {e}"))?;
+        status(&mut c).await.map_err(|e| format!("call: {e}"))
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(10), call)
+        .await
+        .unwrap_or_else(|_| Err("no answer in 10 s".into()))
+}
+
+/// `allow_clients` over loopback only: a client outside the list is closed at accept, one
+/// inside is served; the IPv6 loopback too where this machine has one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn allow_clients_serves_the_listed_networks_alone() {
+    let allowing = |nets: &[&str]| Access {
+        allow_clients: nets.iter().map(|n| n.parse().unwrap()).collect(),
+        ..Default::default()
+    };
+    let at = |s: &str| -> Listen { s.parse().unwrap() };
+    // This client connects from 127.0.0.1, not the one host listed.
+    let d = start(at("127.0.0.1:0"), allowing(&["127.0.0.2/32"])).await;
+    let refused = plain_status(d.addr.unwrap()).await;
+    assert!(refused.is_err(), "served a client outside the list");
+    d.stop().await.unwrap();
+
+    let d = start(at("127.0.0.1:0"), allowing(&["127.0.0.0/8"])).await;
+    plain_status(d.addr.unwrap()).await.unwrap();
+    d.stop().await.unwrap();
+
+    // ::1 is not in an IPv4 list, and is in its own.
+    if std::net::TcpListener::bind("[::1]:0").is_ok() {
+        let d = start(at("[::1]:0"), allowing(&["127.0.0.0/8"])).await;
+        assert!(plain_status(d.addr.unwrap()).await.is_err());
+        d.stop().await.unwrap();
+        let d = start(at("[::1]:0"), allowing(&["::1/128"])).await;
+        plain_status(d.addr.unwrap()).await.unwrap();
+        d.stop().await.unwrap();
+    }
 }

@@ -10,7 +10,7 @@ use zkforge_cuda::CudaOptions;
 use zkforge_engine::{parse_bytes, EngineConfig};
 use zkforge_filecoin::{registry, ParamsId};
 use zkforge_server::access::read_token_file;
-use zkforge_server::{parse_circuit_id, Access, Limits, TlsFiles};
+use zkforge_server::{parse_circuit_id, Access, ClientNet, Limits, TlsFiles};
 
 use super::cuzk_config::{self, Translation};
 
@@ -28,6 +28,7 @@ pub struct DaemonSection {
     pub tls_client_ca: String,
     pub auth_token_file: String,
     pub insecure_remote: bool,
+    pub allow_clients: Vec<String>,
     pub preload: Vec<String>,
     pub verify_params: bool,
 }
@@ -45,6 +46,7 @@ impl Default for DaemonSection {
             tls_client_ca: String::new(),
             auth_token_file: String::new(),
             insecure_remote: false,
+            allow_clients: Vec::new(),
             preload: Vec::new(),
             verify_params: false,
         }
@@ -81,10 +83,21 @@ impl DaemonSection {
         let bearer_token = path(&self.auth_token_file)
             .map(|p| read_token_file(&p).context("daemon.auth_token_file"))
             .transpose()?;
+        let allow_clients = self
+            .allow_clients
+            .iter()
+            .enumerate()
+            .map(|(i, entry)| {
+                entry
+                    .parse::<ClientNet>()
+                    .with_context(|| format!("daemon.allow_clients[{i}]"))
+            })
+            .collect::<Result<Vec<_>>>()?;
         Ok(Access {
             tls,
             bearer_token,
             insecure_remote: self.insecure_remote,
+            allow_clients,
         })
     }
 }
@@ -307,6 +320,17 @@ mod tests {
             d.insecure_remote = true;
         });
         assert!(told.check().is_ok());
+        let listed = d(|d| {
+            d.listen = "0.0.0.0:9820".into();
+            d.allow_clients = vec!["10.0.0.5/32".into(), "fd00::/8".into()];
+        });
+        assert!(listed.check().is_ok());
+        let typo = d(|d| d.allow_clients = vec!["10.0.0.5/32".into(), "10.0.0.300".into()]);
+        let err = format!("{:#}", typo.check().unwrap_err());
+        assert!(
+            err.contains("daemon.allow_clients[1]") && err.contains("\"10.0.0.300\""),
+            "{err}"
+        );
         let missing = d(|d| d.auth_token_file = "/no/such/token".into());
         assert!(format!("{:#}", missing.check().unwrap_err()).contains("auth_token_file"));
     }

@@ -30,6 +30,7 @@ const KEYS: &[&str] = &[
     "tls_client_ca",
     "auth_token_file",
     "insecure_remote",
+    "allow_clients",
     "preload",
     "synthesis_workers",
     "synthesis_threads",

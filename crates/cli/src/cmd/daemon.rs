@@ -92,7 +92,7 @@ fn spawn_preload(
 }
 
 /// Sector sizes whose parameter sets the start-up log looks for.
-const SECTOR_SIZES: [u64; 5] = [2 << 10, 8 << 20, 512 << 20, 32 << 30, 64 << 30];
+pub(super) const SECTOR_SIZES: [u64; 5] = [2 << 10, 8 << 20, 512 << 20, 32 << 30, 64 << 30];
 
 /// Logs, for every parameter set in `dir`, where the backend will put it (each device's
 /// plan from the key's lengths, the key read from its file where the host budget says a load
