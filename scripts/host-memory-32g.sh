@@ -2,6 +2,7 @@
 # A good neighbour on the provider's host (issue 48), a 32 GiB PoRep on the device box with the
 # daemon's default configuration. STAGES (default "gen,squeeze,full"):
 #   gen      sparse 32 GiB fixtures and the 32 GiB PoRep key (generated on the GPU)
+#   doctor   `zkforge doctor` with the key in place
 #   base16   the BASE build on the 16 GiB card without the squeeze (the s/proof to compare with)
 #   squeeze  a 16 GiB card (scripts/hold-vram.py holds the rest); `bench batch -c $PROOFS -j 3
 #            --verify`; $SQUEEZE_AFTER s into it (default 90) another process takes and touches
@@ -26,6 +27,11 @@ if [[ $what == *gen* ]]; then
   ls "$params"/*.params > /dev/null 2>&1 || run params 560 "$zk" params generate --proof porep \
     --sector-size 32GiB --backend cuda --seed 32 --out "$params" --force
   tail -n 3 "$out/params.log" 2>/dev/null
+fi
+# What `zkforge doctor` says of this box with the key in place (issue 50's GPU output).
+if [[ $what == *doctor* ]]; then
+  run doctor 180 "$zk" doctor --params "$params"
+  cat "$out/doctor.log" >> "$out/summary.txt"
 fi
 
 # Partitions between SYNTH_START and PROVE_END in a daemon log: median and most, over the
