@@ -22,6 +22,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
+use crate::config::kib_field;
+
 /// How often the host is read.
 pub const WATCH_EVERY: Duration = Duration::from_millis(250);
 /// How long the host must have been quiet before the limit grows back.
@@ -59,21 +61,9 @@ impl HostReading {
     pub fn now() -> Result<Self> {
         let meminfo = std::fs::read_to_string("/proc/meminfo")
             .context("the memory budget needs /proc/meminfo")?;
-        let field = |name: &str| -> Result<u64> {
-            let line = meminfo
-                .lines()
-                .find(|l| l.split(':').next() == Some(name))
-                .with_context(|| format!("no {name} in /proc/meminfo"))?;
-            let kib: u64 = line
-                .split_whitespace()
-                .nth(1)
-                .and_then(|v| v.parse().ok())
-                .with_context(|| format!("bad {name} in /proc/meminfo"))?;
-            Ok(kib * 1024)
-        };
         Ok(Self {
-            total: field("MemTotal")?,
-            available: field("MemAvailable")?,
+            total: kib_field(&meminfo, "MemTotal")?,
+            available: kib_field(&meminfo, "MemAvailable")?,
             pressure: std::fs::read_to_string("/proc/pressure/memory")
                 .ok()
                 .and_then(|t| some_avg10(&t)),

@@ -23,6 +23,7 @@ mod http;
 mod job_token;
 pub mod limits;
 mod listener;
+mod log_sample;
 mod metrics;
 mod parse_gate;
 mod receive;

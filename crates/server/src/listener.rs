@@ -20,7 +20,7 @@ use std::future::Future;
 use std::io;
 use std::net::IpAddr;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{ready, Context, Poll};
 use std::time::{Duration, Instant};
@@ -30,6 +30,7 @@ use tokio::time::Sleep;
 use tokio_stream::Stream;
 
 use crate::access::AllowedClients;
+use crate::log_sample::LogSample;
 
 /// Who a connection counts against.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -54,8 +55,8 @@ pub struct Connections {
     max_per_client: usize,
     idle_timeout: Duration,
     open: Mutex<Open>,
-    refused: AtomicU64,
-    evicted: AtomicU64,
+    refused: LogSample,
+    evicted: LogSample,
 }
 
 /// The counts and the connections themselves, for eviction.
@@ -76,8 +77,8 @@ impl Connections {
             max_per_client,
             idle_timeout,
             open: Mutex::new(Open::default()),
-            refused: AtomicU64::new(0),
-            evicted: AtomicU64::new(0),
+            refused: LogSample::default(),
+            evicted: LogSample::default(),
         })
     }
 
@@ -109,11 +110,7 @@ impl Connections {
                 // Its slot is free from now on; the connection closes as its task notices.
                 activity.evict();
                 Self::forget(&mut open, closed);
-                if self
-                    .evicted
-                    .fetch_add(1, Ordering::Relaxed)
-                    .is_multiple_of(1000)
-                {
+                if self.evicted.take() {
                     tracing::info!(
                         ?client,
                         ?closed,
@@ -152,11 +149,7 @@ impl Connections {
 
     fn refused_at_cap(&self, client: Client, total: usize, mine: usize) {
         {
-            if self
-                .refused
-                .fetch_add(1, Ordering::Relaxed)
-                .is_multiple_of(1000)
-            {
+            if self.refused.take() {
                 tracing::warn!(
                     ?client,
                     total,

@@ -12,7 +12,6 @@
 //! bulk jobs leaves a WinningPoSt's Prove without room.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tonic::Status;
@@ -20,6 +19,7 @@ use zkforge_engine::FailureKind;
 
 use crate::limits::Checked;
 use crate::listener::{Client, ConnInfo};
+use crate::log_sample::LogSample;
 use crate::status::failure;
 
 /// Calls beside a client's waiters that one connection must still carry at once: status
@@ -41,7 +41,7 @@ pub struct Waiters {
     bulk_cap: usize,
     urgent_cap: usize,
     by_client: Mutex<HashMap<(Client, bool), usize>>,
-    refused: AtomicU64,
+    refused: LogSample,
 }
 
 /// One waiting call's place; given back when dropped (the call answered, or its client left).
@@ -56,7 +56,7 @@ impl Waiters {
             bulk_cap: limits.max_waiters_per_client,
             urgent_cap: limits.urgent_waiters_per_client,
             by_client: Mutex::new(HashMap::new()),
-            refused: AtomicU64::new(0),
+            refused: LogSample::default(),
         })
     }
 
@@ -94,11 +94,7 @@ impl Waiters {
         } else {
             ("bulk", "limits.max_waiters_per_client")
         };
-        if self
-            .refused
-            .fetch_add(1, Ordering::Relaxed)
-            .is_multiple_of(1000)
-        {
+        if self.refused.take() {
             tracing::warn!(
                 ?client,
                 cap,
