@@ -456,4 +456,22 @@ mod tests {
             "{err}"
         );
     }
+
+    #[test]
+    fn a_floor_above_the_budget_is_named() {
+        const GIB: u64 = 1 << 30;
+        let floor = |f: &str| EngineConfig {
+            memory_floor: f.into(),
+            ..Default::default()
+        };
+        assert_eq!(floor("8GiB").floor_bytes(64 * GIB).unwrap(), 8 * GIB);
+        assert_eq!(EngineConfig::default().floor_bytes(GIB).unwrap(), 0);
+        let err = format!("{:#}", floor("80GiB").floor_bytes(64 * GIB).unwrap_err());
+        assert!(
+            err.contains("memory_floor") && err.contains("budget"),
+            "{err}"
+        );
+        let err = format!("{:#}", floor("lots").floor_bytes(64 * GIB).unwrap_err());
+        assert!(err.contains("memory_floor"), "{err}");
+    }
 }
