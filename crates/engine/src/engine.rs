@@ -182,7 +182,6 @@ impl Engine {
         }
         let kind = req.circuits.kind();
         let priority = req.priority.unwrap_or_else(|| Priority::default_for(kind));
-        self.check_host_memory(priority)?;
         let mut jobs = self.jobs.lock();
         jobs.prune(&s.config);
         let candidate = Candidate {
@@ -196,6 +195,8 @@ impl Engine {
             Admission::Existing(id) => return Ok(id),
             Admission::New { replaces } => replaces,
         };
+        // A retry that resolves to its job needs no memory; a new job does.
+        self.check_host_memory(priority)?;
         jobs.next_id += 1;
         let id = jobs.next_id;
         let partitions = req.circuits.partitions();

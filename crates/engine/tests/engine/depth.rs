@@ -103,8 +103,19 @@ fn below_the_floor_bulk_work_is_refused_and_urgent_work_proves() {
         ..Default::default()
     };
     let (e, _) = engine(config, 0);
+    let named = || zkforge_engine::JobRequest {
+        request_id: Some("porep-1000-7".into()),
+        ..zkforge_engine::JobRequest::new(std::sync::Arc::new(job(1, 0)))
+    };
+    let before = e.submit(named()).unwrap();
+    completed(&e, before);
     // What the memory watch sets when the host has 0.5 GiB left for the daemon.
     e.budget().set_limit(512 << 20);
+    assert_eq!(
+        e.submit(named()).unwrap(),
+        before,
+        "a retry of a completed job needs no memory: its proof answers"
+    );
     let refused = e
         .submit(zkforge_engine::JobRequest::new(std::sync::Arc::new(job(
             1, 0,
