@@ -9,24 +9,18 @@ mod common;
 use std::path::Path;
 use std::process::Output;
 
-use common::{params_2kib, zkforge};
+use common::{params_2kib, run_said, zkforge};
 use zkforge_filecoin::param_digest;
 use zkforge_filecoin::{registry, ProofKind};
 
 fn doctor(dir: &Path, extra: &[&str]) -> (Output, String) {
-    let out = zkforge()
-        .args(["doctor", "--params"])
-        .arg(dir)
-        .args(extra)
-        .env_remove("RUST_LOG")
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out, text)
+    run_said(
+        zkforge()
+            .args(["doctor", "--params"])
+            .arg(dir)
+            .args(extra)
+            .env_remove("RUST_LOG"),
+    )
 }
 
 #[test]

@@ -8,23 +8,17 @@ mod common;
 use std::path::Path;
 use std::process::Output;
 
-use common::{params_2kib, zkforge};
+use common::{params_2kib, run_said, zkforge};
 use zkforge_filecoin::param_digest::{self, digest_bytes};
 use zkforge_filecoin::{registry, ProofKind};
 
 fn verify(dir: &Path, extra: &[&str]) -> (Output, String) {
-    let out = zkforge()
-        .args(["params", "verify", "--params"])
-        .arg(dir)
-        .args(extra)
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out, text)
+    run_said(
+        zkforge()
+            .args(["params", "verify", "--params"])
+            .arg(dir)
+            .args(extra),
+    )
 }
 
 #[test]

@@ -21,6 +21,18 @@ pub fn run_ok(cmd: &mut Command) -> String {
     stdout
 }
 
+/// Runs `cmd` and returns its result with stdout and stderr together, for a test that asserts
+/// on its exit code and what it said.
+pub fn run_said(cmd: &mut Command) -> (std::process::Output, String) {
+    let out = cmd.output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out, text)
+}
+
 /// Runs `cmd`, asserts it failed with `text` in its stderr (shown if not).
 pub fn run_fails_with(cmd: &mut Command, text: &str) {
     let out = cmd.output().unwrap();
