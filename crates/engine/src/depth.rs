@@ -11,18 +11,25 @@
 //! depth = ceil(synthesis / cycle) + provers + slack
 //! ```
 //!
-//! partitions in flight, where `synthesis` is a partition's measured synthesis time, `cycle`
-//! the measured time the devices take for one partition (a prover's time over the provers per
-//! device, or the device's busy time if shorter, over the devices: the shorter figure, so an
-//! estimate errs towards a deeper pipeline, never a starved one), `provers` the partitions
-//! being proved, and `slack` the prove queue's depth. Until both times are measured for a
-//! kind, the depth is `provers + slack + 1`; it never exceeds what the workers could hold
-//! (synthesis workers + slack + provers). Urgent partitions (High and Critical) are counted
+//! partitions in flight, where `synthesis` is the time the synthesis pool takes a partition,
+//! `cycle` the time the devices take one, `provers` the partitions being proved, and `slack`
+//! the prove queue's depth. Until both times are measured for a kind, the depth is
+//! `provers + slack + 1`; it never exceeds what the workers could hold (synthesis workers +
+//! slack + provers). Urgent partitions (High and Critical) are counted
 //! but never held back: they have lanes of their own.
+//!
+//! Both times are measured so that the depth cannot feed itself:
+//! - The synthesis workers share one thread pool, so a partition synthesizes about as many
+//!   times slower as partitions share the pool with it. Its time is divided by its sharers
+//!   (how many synthesized, on average over its synthesis): undivided, a deeper
+//!   pipeline would synthesize more at once, measure each slower, and deepen again.
+//! - The cycle is the longer of two lower bounds: a partition's busy time on its device (over
+//!   the devices), and a prover's time over the provers a device has. The second alone reads
+//!   half the cycle when the first partition is proved with no other (its device to itself).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use zkforge_circuits::ProofKind;
 
@@ -58,6 +65,7 @@ impl Shape {
 /// Running averages of one kind's partitions, in seconds.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 struct Rates {
+    /// The pool's time for one partition (divided among its sharers).
     synthesis: Option<f64>,
     /// A prover's time for one partition, and the device's busy time in it.
     prove: Option<f64>,
@@ -80,6 +88,17 @@ pub struct KindDepth {
     pub why: String,
 }
 
+impl State {
+    /// Brings the integral of partitions synthesizing up to `now`.
+    fn advance(&mut self, now: Instant) {
+        if let Some(since) = self.since {
+            self.shared +=
+                self.synthesizing as f64 * now.saturating_duration_since(since).as_secs_f64();
+        }
+        self.since = Some(self.since.map_or(now, |t| t.max(now)));
+    }
+}
+
 /// Partitions in flight, admitted to the measured depth.
 pub(crate) struct Depth {
     shape: Shape,
@@ -93,6 +112,11 @@ pub(crate) struct Depth {
 struct State {
     bulk: usize,
     urgent: usize,
+    /// Partitions synthesizing now, urgent ones included (they share the pool) ...
+    synthesizing: usize,
+    /// ... and its integral over time (partition-seconds) up to `since`.
+    shared: f64,
+    since: Option<Instant>,
     rates: HashMap<ProofKind, Rates>,
 }
 
@@ -149,13 +173,20 @@ impl Depth {
         })
     }
 
-    /// A partition of `kind` synthesized in `secs`.
-    pub fn synthesized(&self, kind: ProofKind, secs: f64) {
+    /// A partition starts synthesizing; it shares the pool until the guard drops.
+    pub fn synthesis_starts(self: &Arc<Self>) -> Synthesizing {
+        self.synthesis_starts_at(Instant::now())
+    }
+
+    fn synthesis_starts_at(self: &Arc<Self>, now: Instant) -> Synthesizing {
         let mut s = self.lock();
-        let r = s.rates.entry(kind).or_default();
-        r.synthesis = average(r.synthesis, secs);
-        drop(s);
-        self.freed.notify_all();
+        s.advance(now);
+        s.synthesizing += 1;
+        Synthesizing {
+            depth: self.clone(),
+            started: now,
+            shared_at_start: s.shared,
+        }
     }
 
     /// A partition of `kind` proved in `secs` by a prover, its device busy for `busy_secs`.
@@ -209,7 +240,7 @@ impl Depth {
         let sh = self.shape;
         let r = s.rates.get(&kind).copied().unwrap_or_default();
         let cycle = match (r.prove, r.busy) {
-            (Some(p), Some(b)) => Some(b.min(p / sh.provers_per_device.max(1) as f64)),
+            (Some(p), Some(b)) => Some(b.max(p / sh.provers_per_device.max(1) as f64)),
             _ => None,
         }
         .map(|c| c / sh.devices.max(1) as f64);
@@ -243,6 +274,44 @@ impl Depth {
     }
 }
 
+/// A partition synthesizing (`Depth::synthesis_starts`).
+pub(crate) struct Synthesizing {
+    depth: Arc<Depth>,
+    started: Instant,
+    shared_at_start: f64,
+}
+
+impl Synthesizing {
+    /// A bulk partition of `kind` synthesized: the pool's time for one partition is its time
+    /// over the partitions that shared the pool meanwhile.
+    pub fn measured(&self, kind: ProofKind) {
+        self.measured_at(kind, Instant::now());
+    }
+
+    fn measured_at(&self, kind: ProofKind, now: Instant) {
+        let mut s = self.depth.lock();
+        s.advance(now);
+        let secs = now.saturating_duration_since(self.started).as_secs_f64();
+        let sharers = if secs > 0.0 {
+            ((s.shared - self.shared_at_start) / secs).max(1.0)
+        } else {
+            1.0
+        };
+        let r = s.rates.entry(kind).or_default();
+        r.synthesis = average(r.synthesis, secs / sharers);
+        drop(s);
+        self.depth.freed.notify_all();
+    }
+}
+
+impl Drop for Synthesizing {
+    fn drop(&mut self) {
+        let mut s = self.depth.lock();
+        s.advance(Instant::now());
+        s.synthesizing -= 1;
+    }
+}
+
 impl Drop for InFlight {
     fn drop(&mut self) {
         let mut s = self.depth.lock();
@@ -268,29 +337,59 @@ mod tests {
     };
     const POLL: Duration = Duration::from_millis(5);
 
+    /// One partition synthesized alone in `secs`.
+    fn synthesized(d: &Arc<Depth>, secs: f64) {
+        let t0 = Instant::now();
+        d.synthesis_starts_at(t0)
+            .measured_at(ProofKind::PoRep, t0 + Duration::from_secs_f64(secs));
+    }
+
     #[test]
     fn the_depth_keeps_the_provers_busy_and_no_more() {
         let d = Depth::new(SHAPE, None);
         assert_eq!(d.initial(), 5, "2 provers + 2 queued + 1 synthesizing");
         // A 32 GiB PoRep on a 16 GiB card (docs/perf.md): 2.4 s a partition on the device,
         // two provers each holding one for 4.6 s; synthesis 3 s.
-        d.synthesized(ProofKind::PoRep, 3.0);
+        synthesized(&d, 3.0);
         d.proved(ProofKind::PoRep, 4.6, 2.4);
         let (kinds, _) = d.report();
         assert_eq!(kinds[0].depth, 2 + 2 + 2, "{kinds:?}");
-        assert!((kinds[0].cycle_secs.unwrap() - 2.3).abs() < 1e-9);
+        assert!((kinds[0].cycle_secs.unwrap() - 2.4).abs() < 1e-9);
         // Synthesis ten times the cycle: ten synthesizing, within the 16 workers' bound.
         let d = Depth::new(SHAPE, None);
-        d.synthesized(ProofKind::PoRep, 23.0);
+        synthesized(&d, 24.0);
         d.proved(ProofKind::PoRep, 4.6, 2.4);
         assert_eq!(d.report().0[0].depth, 10 + 4);
         // A hundred times: no more than the workers could hold.
         let d = Depth::new(SHAPE, None);
-        d.synthesized(ProofKind::PoRep, 230.0);
+        synthesized(&d, 240.0);
         d.proved(ProofKind::PoRep, 4.6, 2.4);
         let deepest = &d.report().0[0];
         assert_eq!(deepest.depth, SHAPE.most());
         assert!(deepest.why.contains("at most 20"), "{}", deepest.why);
+    }
+
+    /// The first partitions of a batch, as the H100 box measured them on a 16 GiB card (a 32
+    /// GiB PoRep): five synthesized side by side in 4.2-5.3 s each (one alone takes 1.0 s),
+    /// and the first proof, with the device to itself, in 2.6 s. The depth stays at the
+    /// steady state's five (synthesis under the cycle); before, it read 4.6 s of synthesis
+    /// over a 1.3 s cycle and admitted eight.
+    #[test]
+    fn a_batch_start_does_not_deepen_the_pipeline() {
+        let d = Depth::new(SHAPE, None);
+        let t0 = Instant::now();
+        let five: Vec<_> = (0..5).map(|_| d.synthesis_starts_at(t0)).collect();
+        for (s, secs) in five.into_iter().zip([4.2, 4.6, 4.9, 5.1, 5.3]) {
+            s.measured_at(ProofKind::PoRep, t0 + Duration::from_secs_f64(secs));
+        }
+        d.proved(ProofKind::PoRep, 2.6, 2.6);
+        let porep = &d.report().0[0];
+        assert!((porep.cycle_secs.unwrap() - 2.6).abs() < 1e-9, "{porep:?}");
+        assert!(porep.synthesis_secs.unwrap() < 1.1, "{porep:?}");
+        assert_eq!(porep.depth, 1 + 2 + 2, "{porep:?}");
+        // Alone, a partition counts whole: one sharer.
+        synthesized(&d, 1.0);
+        assert!(d.report().0[0].synthesis_secs.unwrap() < 1.1);
     }
 
     #[test]

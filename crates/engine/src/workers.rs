@@ -128,6 +128,7 @@ fn synthesize_unit(s: &Pipeline, worker: WorkerId, unit: SynthUnit) {
         let largest = key.plan.pooled_buffers().iter().map(|b| b.1).max();
         pool.expect(largest.unwrap_or(0));
     }
+    let synthesizing = s.depth.synthesis_starts();
     let result = catch_unwind(AssertUnwindSafe(|| {
         s.synth_pool
             .install(|| with_pool(buffers, || synthesize(circuits.as_ref(), k, &key)))
@@ -147,8 +148,9 @@ fn synthesize_unit(s: &Pipeline, worker: WorkerId, unit: SynthUnit) {
         .stats()
         .observe(job.kind(), Measure::Synthesis, took.as_secs_f64());
     if !priority.is_urgent() {
-        s.depth.synthesized(job.kind(), took.as_secs_f64());
+        synthesizing.measured(job.kind());
     }
+    drop(synthesizing);
     s.telemetry.record(
         TimelineEvent::new(StageEvent::SynthEnd, job.id)
             .partition(k)
