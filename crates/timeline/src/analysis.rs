@@ -17,6 +17,12 @@
 //!   gap averages its gaps, the overall mean gap pools the gaps of all prover lanes.
 //! - **time to first proof**: first JOB_DONE − first JOB_SUBMIT.
 //! - **steady-state s/proof**: (last JOB_DONE − first JOB_DONE) / (done − 1), for ≥ 2 done.
+//!   Jobs proved side by side end in bunches, so over a short batch this reads the bunches'
+//!   spacing, not the rate:
+//! - **partition cycle**: the median time between consecutive PROVE_ENDs (all devices), from
+//!   the (p + 1)-th on, where p is the most partitions a job had: the first proof's partitions
+//!   fill the pipeline. × p it is the s/proof the devices sustain (the figure docs/perf.md
+//!   quotes for a 32 GiB PoRep: from the 11th partition end on, × 10). Needs p + 2 ends.
 //!
 //! Bottleneck, first rule that holds:
 //! 1. **parameter load**: parameter-load bars cover ≥ 50% of the window;
@@ -90,6 +96,9 @@ pub struct Stats {
     pub mean_prover_gap_ms: Option<f64>,
     pub time_to_first_proof_ms: Option<f64>,
     pub steady_state_ms_per_proof: Option<f64>,
+    /// The partition cycle, and the most partitions a job had (p).
+    pub partition_cycle_ms: Option<f64>,
+    pub partitions_per_proof: usize,
     pub jobs_submitted: usize,
     pub jobs_done: usize,
     pub jobs_failed: usize,
@@ -321,6 +330,7 @@ pub fn analyze(w: &Waterfall) -> Stats {
         })
         .sum();
 
+    let (partition_cycle_ms, partitions_per_proof) = partition_cycle(w);
     let mut stats = Stats {
         window_start_ms: start,
         window_end_ms: end,
@@ -333,6 +343,8 @@ pub fn analyze(w: &Waterfall) -> Stats {
         },
         steady_state_ms_per_proof: (done.len() >= 2)
             .then(|| (done[done.len() - 1] - done[0]) / (done.len() - 1) as f64),
+        partition_cycle_ms,
+        partitions_per_proof,
         jobs_submitted: w.submits.len(),
         jobs_done: done.len(),
         jobs_failed: count(JobEnd::Failed),
@@ -391,6 +403,32 @@ fn verdict(s: &Stats, has_work: bool) -> (Bottleneck, String) {
     } else {
         (Bottleneck::Submission, detail)
     }
+}
+
+/// The median time between partition ends once the first proof's partitions are past, and the
+/// most partitions a job had.
+fn partition_cycle(w: &Waterfall) -> (Option<f64>, usize) {
+    let proved = || w.bars.iter().filter(|b| b.stage == Stage::Prove && !b.open);
+    let mut per_job = std::collections::HashMap::<Option<u64>, usize>::new();
+    for b in proved() {
+        let most = per_job.entry(b.job).or_default();
+        *most = (*most).max(b.partition.map_or(1, |k| k + 1));
+    }
+    let p = per_job.values().copied().max().unwrap_or(0);
+    let mut ends: Vec<f64> = proved().map(|b| b.end_ms).collect();
+    ends.sort_by(f64::total_cmp);
+    if p == 0 || ends.len() < p + 2 {
+        return (None, p);
+    }
+    let mut gaps: Vec<f64> = ends[p..].windows(2).map(|e| e[1] - e[0]).collect();
+    gaps.sort_by(f64::total_cmp);
+    let n = gaps.len();
+    let median = if n % 2 == 1 {
+        gaps[n / 2]
+    } else {
+        (gaps[n / 2 - 1] + gaps[n / 2]) / 2.0
+    };
+    (Some(median), p)
 }
 
 #[cfg(test)]

@@ -89,6 +89,17 @@ pub fn summary_rows(s: &Stats) -> Vec<(String, String)> {
             s.steady_state_ms_per_proof
                 .map_or("-".into(), |ms| format!("{:.3} s/proof", ms / 1000.0)),
         ),
+        (
+            "partition cycle".into(),
+            s.partition_cycle_ms.map_or("-".into(), |ms| {
+                format!(
+                    "{} ({:.3} s/proof at {} partitions a proof)",
+                    format_ms(ms),
+                    ms * s.partitions_per_proof as f64 / 1000.0,
+                    s.partitions_per_proof
+                )
+            }),
+        ),
         ("parameter load".into(), format_ms(s.param_load_ms)),
         (
             "bottleneck".into(),

@@ -88,6 +88,11 @@ fn recorded_log_numbers_match_the_hand_computation() {
     assert_close!(s.time_to_first_proof_ms.unwrap(), 85.546851);
     // Steady state: (253.621919 − 85.711785) / (3 − 1) = 83.955067 ms per proof.
     assert_close!(s.steady_state_ms_per_proof.unwrap(), 83.955067);
+    // Partition cycle: two partitions a job; PROVE_ENDs from the 3rd on: 124.712359,
+    // 166.061559, 208.810929, 251.092043; gaps 41.349200, 42.749370, 42.281114; median
+    // 42.281114 ms (84.562 ms a proof).
+    assert_eq!(s.partitions_per_proof, 2);
+    assert_close!(s.partition_cycle_ms.unwrap(), 42.281114);
     assert_eq!((s.jobs_submitted, s.jobs_done, s.jobs_failed), (3, 3, 0));
     // 94.6% ≥ 90%: the prover is the bottleneck.
     assert_eq!(s.bottleneck, Bottleneck::Prove);
