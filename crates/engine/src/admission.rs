@@ -8,9 +8,9 @@
 //!   CANCELLED is therefore started again; a COMPLETED one returns its proof; an unfinished
 //!   one is the same job. A different payload under an id whose job has ended replaces it (a
 //!   new C1 for the same sector after a reorg); under an unfinished job it is refused.
-//! - **Urgent work is never refused for bulk load.** Each class of priority has room of its
-//!   own: Low and Normal jobs are counted against `max_queued_jobs` with every unfinished job;
-//!   High jobs against `max_urgent_jobs` with the High and Critical ones only; Critical jobs
+//! - **Urgent work is never refused for bulk load.** An urgent job has room of its own: Low
+//!   and Normal jobs are counted against `max_queued_jobs` with every unfinished job; High
+//!   jobs against `max_urgent_jobs` with the High and Critical ones only; Critical jobs
 //!   against `max_urgent_jobs` with the Critical ones only. However many PoRep jobs are queued,
 //!   a WinningPoSt (tried once: a refusal is a lost block) finds room.
 
@@ -132,27 +132,26 @@ pub(crate) fn check_room(
     priority: Priority,
     bytes: u64,
 ) -> Result<(), SubmitError> {
-    let class = Class::of(priority);
+    let room = Room::of(priority, config);
     let counted: Vec<&Job> = jobs
         .by_id
         .values()
-        .filter(|j| !j.stopped() && class.counts(j.priority))
+        .filter(|j| !j.stopped() && j.priority >= room.from)
         .map(|j| &**j)
         .collect();
-    let limit = class.job_limit(config);
-    if counted.len() >= limit {
+    if counted.len() >= room.limit {
         return Err(SubmitError::TooManyJobs {
-            class: class.name(),
-            knob: class.knob(),
+            class: room.name,
+            knob: room.knob,
             unfinished: counted.len(),
-            limit,
+            limit: room.limit,
         });
     }
     let limit = config.max_queued_request_bytes();
     let held: u64 = counted.iter().map(|j| j.input_bytes).sum();
     if held.saturating_add(bytes) > limit {
         return Err(SubmitError::TooManyBytes {
-            class: class.name(),
+            class: room.name,
             held,
             bytes,
             limit,
@@ -161,55 +160,37 @@ pub(crate) fn check_room(
     Ok(())
 }
 
-/// A priority's share of the queue: the jobs it is counted with, and the limit it meets.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Class {
-    /// Low and Normal: counted with every unfinished job.
-    Bulk,
-    /// High: counted with High and Critical jobs.
-    High,
-    /// Critical: counted with Critical jobs only.
-    Critical,
+/// The room a job is counted in: an urgent one ([`Priority::is_urgent`]) with the unfinished
+/// jobs at least as urgent as it, against `engine.max_urgent_jobs`, so that no amount of bulk
+/// work (nor of High work, for a Critical job) takes its room; any other with every unfinished
+/// job, against `engine.max_queued_jobs`.
+struct Room {
+    /// The least priority counted.
+    from: Priority,
+    limit: usize,
+    knob: &'static str,
+    /// How refusals name the jobs counted (" high-priority jobs"); empty for all jobs.
+    name: &'static str,
 }
 
-impl Class {
-    fn of(p: Priority) -> Self {
-        match p {
-            Priority::Low | Priority::Normal => Self::Bulk,
-            Priority::High => Self::High,
-            Priority::Critical => Self::Critical,
+impl Room {
+    fn of(priority: Priority, config: &EngineConfig) -> Self {
+        if !priority.is_urgent() {
+            return Self {
+                from: Priority::Low,
+                limit: config.max_queued_jobs,
+                knob: "engine.max_queued_jobs",
+                name: "",
+            };
         }
-    }
-
-    /// Whether an unfinished job of priority `p` takes room of this class.
-    fn counts(self, p: Priority) -> bool {
-        match self {
-            Self::Bulk => true,
-            Self::High => p.is_urgent(),
-            Self::Critical => p == Priority::Critical,
-        }
-    }
-
-    fn job_limit(self, config: &EngineConfig) -> usize {
-        match self {
-            Self::Bulk => config.max_queued_jobs,
-            Self::High | Self::Critical => config.max_urgent_jobs,
-        }
-    }
-
-    /// How refusals name the jobs counted (" high-priority jobs"); empty for all jobs.
-    fn name(self) -> &'static str {
-        match self {
-            Self::Bulk => "",
-            Self::High => " high-priority",
-            Self::Critical => " critical",
-        }
-    }
-
-    fn knob(self) -> &'static str {
-        match self {
-            Self::Bulk => "engine.max_queued_jobs",
-            Self::High | Self::Critical => "engine.max_urgent_jobs",
+        Self {
+            from: priority,
+            limit: config.max_urgent_jobs,
+            knob: "engine.max_urgent_jobs",
+            name: match priority {
+                Priority::Critical => " critical",
+                _ => " high-priority",
+            },
         }
     }
 }

@@ -31,7 +31,7 @@ pub trait Reclaimable: Send + Sync {
 ///
 /// The **total** is the configured budget; the **limit** is the part of it the host leaves the
 /// engine now (`host_memory` moves it), and the **floor** what urgent work may hold however
-/// low the limit falls: a reservation of urgency High or above is granted within
+/// low the limit falls: an urgent reservation ([`Urgency::is_urgent`]) is granted within
 /// `max(limit, floor)`, every other within the limit.
 pub struct MemoryBudget {
     total: u64,
@@ -122,7 +122,7 @@ impl MemoryBudget {
     /// What a reservation of `urgency` may bring the use up to.
     fn ceiling(&self, urgency: Urgency) -> u64 {
         let limit = self.limit();
-        if urgency >= Urgency::High {
+        if urgency.is_urgent() {
             limit.max(self.floor)
         } else {
             limit

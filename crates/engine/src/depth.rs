@@ -15,7 +15,7 @@
 //! `cycle` the time the devices take one, `provers` the partitions being proved, and `slack`
 //! the prove queue's depth. Until both times are measured for a kind, the depth is
 //! `provers + slack + 1`; it never exceeds what the workers could hold (synthesis workers +
-//! slack + provers). Urgent partitions (High and Critical) are counted
+//! slack + provers). Urgent partitions ([`Priority::is_urgent`]) are counted
 //! but never held back: they have lanes of their own.
 //!
 //! Both times are measured so that the depth cannot feed itself:
@@ -32,6 +32,8 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use zkforge_circuits::ProofKind;
+
+use crate::job::Priority;
 
 /// Weight of a new measurement in the running averages.
 const WEIGHT: f64 = 0.3;
@@ -146,10 +148,11 @@ impl Depth {
     pub fn enter(
         self: &Arc<Self>,
         kind: ProofKind,
-        urgent: bool,
+        priority: Priority,
         poll: Duration,
         give_up: impl Fn() -> bool,
     ) -> Option<InFlight> {
+        let urgent = priority.is_urgent();
         let mut s = self.lock();
         if !urgent {
             loop {
@@ -395,18 +398,25 @@ mod tests {
     #[test]
     fn bulk_partitions_wait_at_the_depth_and_urgent_ones_never() {
         let d = Depth::new(SHAPE, Some(2));
-        let a = d.enter(ProofKind::PoRep, false, POLL, || false).unwrap();
-        let _b = d.enter(ProofKind::PoRep, false, POLL, || false).unwrap();
+        let a = d
+            .enter(ProofKind::PoRep, Priority::Normal, POLL, || false)
+            .unwrap();
+        let _b = d
+            .enter(ProofKind::PoRep, Priority::Normal, POLL, || false)
+            .unwrap();
         assert!(
-            d.enter(ProofKind::PoRep, false, POLL, || true).is_none(),
+            d.enter(ProofKind::PoRep, Priority::Normal, POLL, || true)
+                .is_none(),
             "a third bulk partition waits (here: gives up)"
         );
-        let urgent = d.enter(ProofKind::WinningPost, true, POLL, || true);
+        let urgent = d.enter(ProofKind::WinningPost, Priority::Critical, POLL, || true);
         assert!(urgent.is_some(), "an urgent partition is never held back");
         assert_eq!(d.in_flight(), (2, 1));
         let d2 = d.clone();
-        let waiting =
-            std::thread::spawn(move || d2.enter(ProofKind::PoRep, false, POLL, || false).is_some());
+        let waiting = std::thread::spawn(move || {
+            d2.enter(ProofKind::PoRep, Priority::Normal, POLL, || false)
+                .is_some()
+        });
         std::thread::sleep(Duration::from_millis(30));
         assert!(!waiting.is_finished(), "it waits for a place");
         drop(a);

@@ -32,13 +32,14 @@ impl Priority {
         }
     }
 
-    /// Whether the job is due by a deadline (High and above): what every gate that keeps
-    /// room bulk work cannot take (queues, parse workers, waiters) asks.
+    /// Whether the job is due by a deadline: what every gate that keeps room bulk work cannot
+    /// take asks (the line is [`Urgency::is_urgent`]'s).
     pub fn is_urgent(self) -> bool {
-        self >= Priority::High
+        self.urgency().is_urgent()
     }
 
-    /// How urgent the budget, the kernel lock and VRAM placement take it to be.
+    /// How urgent the budget, the kernel lock and VRAM placement take it to be: the one
+    /// mapping, exhaustive, so a new priority is classified before it compiles.
     pub fn urgency(self) -> Urgency {
         match self {
             Priority::Low => Urgency::Low,

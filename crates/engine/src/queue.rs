@@ -105,18 +105,19 @@ impl<T> UnitQueue<T> {
     /// holds is dropped by whoever closes it).
     #[cfg(test)]
     pub fn pop(&self) -> Option<T> {
-        self.pop_at_least(Priority::Low)
+        self.pop_if(|_| true)
     }
 
-    /// Takes the first unit if its priority is at least `min`, waiting for one: the urgent
-    /// lanes' take. `None` once the queue is closed.
-    pub fn pop_at_least(&self, min: Priority) -> Option<T> {
+    /// Takes the first unit once `takes` its priority, waiting for one: an urgent lane takes
+    /// urgent units only ([`Priority::is_urgent`]); the first is the most urgent, so a lane
+    /// that does not take it takes none. `None` once the queue is closed.
+    pub fn pop_if(&self, takes: impl Fn(Priority) -> bool) -> Option<T> {
         let mut q = self.lock();
         loop {
             if q.closed {
                 return None;
             }
-            if q.heap.peek().is_some_and(|top| top.key.priority >= min) {
+            if q.heap.peek().is_some_and(|top| takes(top.key.priority)) {
                 let e = q.heap.pop().expect("peeked");
                 drop(q);
                 self.not_full.notify_one();
@@ -198,7 +199,7 @@ mod tests {
         let q = std::sync::Arc::new(UnitQueue::new(usize::MAX));
         q.push(UnitKey::new(Priority::Normal, 1, 0), 1).unwrap();
         let q2 = q.clone();
-        let lane = std::thread::spawn(move || q2.pop_at_least(Priority::High));
+        let lane = std::thread::spawn(move || q2.pop_if(Priority::is_urgent));
         std::thread::sleep(std::time::Duration::from_millis(30));
         assert!(!lane.is_finished(), "the urgent lane took a Normal unit");
         q.push(UnitKey::new(Priority::High, 2, 0), 2).unwrap();
@@ -206,7 +207,7 @@ mod tests {
         // The Normal unit is still there for an ordinary worker.
         assert_eq!(q.pop(), Some(1));
         let q3 = q.clone();
-        let lane = std::thread::spawn(move || q3.pop_at_least(Priority::High));
+        let lane = std::thread::spawn(move || q3.pop_if(Priority::is_urgent));
         std::thread::sleep(std::time::Duration::from_millis(10));
         q.close();
         assert_eq!(

@@ -97,7 +97,7 @@ pub enum Measure {
 pub struct WorkerId {
     pub device: Option<usize>,
     pub index: usize,
-    /// Takes only High and Critical partitions (`engine.urgent_lanes`).
+    /// Takes only urgent partitions ([`crate::Priority::is_urgent`]; `engine.urgent_lanes`).
     pub urgent: bool,
 }
 

@@ -22,17 +22,13 @@ use crate::timeline::{StageEvent, TimelineEvent};
 /// How often a worker waiting for memory checks whether its job was cancelled.
 const POLL: Duration = Duration::from_millis(20);
 
-/// The lowest priority a worker takes: the urgent lanes only High and Critical partitions.
-fn lowest_taken(worker: WorkerId) -> Priority {
-    if worker.urgent {
-        Priority::High
-    } else {
-        Priority::Low
-    }
+/// Whether `worker` takes a partition of `priority`: an urgent lane only urgent ones.
+fn takes(worker: WorkerId, priority: Priority) -> bool {
+    !worker.urgent || priority.is_urgent()
 }
 
 pub(crate) fn synthesis_loop(s: &Pipeline, worker: WorkerId) {
-    while let Some(unit) = s.synth_queue.pop_at_least(lowest_taken(worker)) {
+    while let Some(unit) = s.synth_queue.pop_if(|p| takes(worker, p)) {
         if !unit.job.stopped() {
             synthesize_unit(s, worker, unit);
         }
@@ -73,9 +69,7 @@ fn synthesize_unit(s: &Pipeline, worker: WorkerId, unit: SynthUnit) {
     // A place in flight first (as many partitions as keep the provers busy), then the memory.
     let admitted = s
         .depth
-        .enter(job.kind(), priority.is_urgent(), POLL, || {
-            job.stopped() || outranked()
-        })
+        .enter(job.kind(), priority, POLL, || job.stopped() || outranked())
         .and_then(|in_flight| {
             let waiter = s.budget.waiter(urgency);
             let reservation =
@@ -296,7 +290,7 @@ fn stage_in_background(s: &Pipeline, key: Arc<Resident>) {
 
 pub(crate) fn prover_loop(s: &Pipeline, device: usize, worker: WorkerId) {
     let mut rng = rand_chacha::ChaCha20Rng::from_entropy();
-    while let Some(unit) = s.prove_queue.pop_at_least(lowest_taken(worker)) {
+    while let Some(unit) = s.prove_queue.pop_if(|p| takes(worker, p)) {
         if !unit.job.stopped() {
             prove_unit(s, worker, device, unit, &mut rng);
         }

@@ -10,7 +10,7 @@ use prost::Message;
 use tonic::codec::{Codec, DecodeBuf, Decoder, ProstCodec};
 use tonic::Status;
 
-use crate::pb;
+use crate::{pb, request};
 
 /// Field numbers of the messages the scan looks into.
 const SUBMIT_PROOF_KIND: u64 = 2;
@@ -24,10 +24,12 @@ const PROVE_SUBMIT: u64 = 1;
 pub const HEAD_BYTES: usize = 512;
 
 /// Whether a SubmitProofRequest (`prove`: a ProveRequest) whose first bytes are `head` asks
-/// for urgent work — priority HIGH or CRITICAL, or unset for a WindowPoSt or WinningPoSt —
-/// read before the rest of the message has arrived. A head that does not say (fields in
-/// another order, a truncated or malformed one) is bulk work: the reserve it is refused is
-/// for requests that say who they are.
+/// for urgent work, read before the rest of the message has arrived: its kind and priority
+/// are read by the functions the service reads them with for the queues
+/// ([`request::kind_and_priority`]) and asked [`Priority::is_urgent`](zkforge_engine::Priority),
+/// so the receive reserve and the queues never disagree. A head that does not say (fields in
+/// another order, a truncated or malformed one, a kind or priority the service refuses) is
+/// bulk work: the reserve it is refused is for requests that say who they are.
 pub fn urgent_head(head: &[u8], prove: bool) -> bool {
     let submit = if prove {
         match fields(head).find(|(n, _)| *n == PROVE_SUBMIT) {
@@ -41,22 +43,17 @@ pub fn urgent_head(head: &[u8], prove: bool) -> bool {
     } else {
         head
     };
+    // Unset fields are absent on the wire and read as proto3's 0, as prost reads them.
     let (mut kind, mut priority) = (0, 0);
     for (n, f) in fields(submit) {
         match (n, f) {
-            (SUBMIT_PROOF_KIND, Field::Varint(v)) => kind = v,
-            (SUBMIT_PRIORITY, Field::Varint(v)) => priority = v,
+            // An int32 enum travels as the sign-extended varint; its low 32 bits are the value.
+            (SUBMIT_PROOF_KIND, Field::Varint(v)) => kind = v as i32,
+            (SUBMIT_PRIORITY, Field::Varint(v)) => priority = v as i32,
             _ => {}
         }
     }
-    let urgent_kind = matches!(
-        pb::ProofKind::try_from(kind as i32),
-        Ok(pb::ProofKind::WindowPostPartition | pb::ProofKind::WinningPost)
-    );
-    match priority {
-        0 => urgent_kind,
-        p => p >= pb::Priority::High as u64,
-    }
+    request::kind_and_priority(kind, priority).is_ok_and(|(_, p)| p.is_urgent())
 }
 
 /// The bytes present of length-delimited field `number` at the start of `b` when the field

@@ -8,6 +8,7 @@ use std::collections::BinaryHeap;
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::oneshot;
+use zkforge_engine::Priority;
 
 /// A slot's kind: shared by every request, or kept for urgent ones.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,8 +77,9 @@ impl ParseGate {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A slot, once one this request may take is free.
-    pub async fn acquire(self: &Arc<Self>, urgent: bool) -> ParsePermit {
+    /// A slot, once one a request of `priority` may take is free.
+    pub async fn acquire(self: &Arc<Self>, priority: Priority) -> ParsePermit {
+        let urgent = priority.is_urgent();
         let woken = {
             let mut s = self.lock();
             let slot = if s.free_shared > 0 {
@@ -146,8 +148,11 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
-    async fn held_within(gate: &Arc<ParseGate>, urgent: bool, ms: u64) -> Option<ParsePermit> {
-        tokio::time::timeout(Duration::from_millis(ms), gate.acquire(urgent))
+    const BULK: Priority = Priority::Normal;
+    const URGENT: Priority = Priority::High;
+
+    async fn held_within(gate: &Arc<ParseGate>, p: Priority, ms: u64) -> Option<ParsePermit> {
+        tokio::time::timeout(Duration::from_millis(ms), gate.acquire(p))
             .await
             .ok()
     }
@@ -155,20 +160,20 @@ mod tests {
     #[tokio::test]
     async fn urgent_requests_have_a_slot_of_their_own_and_go_first() {
         let gate = ParseGate::new(1, 1);
-        let bulk = held_within(&gate, false, 50)
+        let bulk = held_within(&gate, BULK, 50).await.expect("the shared slot");
+        assert!(held_within(&gate, BULK, 50).await.is_none(), "bulk waits");
+        let urgent = held_within(&gate, URGENT, 50)
             .await
-            .expect("the shared slot");
-        assert!(held_within(&gate, false, 50).await.is_none(), "bulk waits");
-        let urgent = held_within(&gate, true, 50).await.expect("the urgent slot");
+            .expect("the urgent slot");
         // Both held: a bulk waiter queued before an urgent one is served after it.
         let later_bulk = tokio::spawn({
             let g = gate.clone();
-            async move { g.acquire(false).await }
+            async move { g.acquire(BULK).await }
         });
         tokio::time::sleep(Duration::from_millis(20)).await;
         let later_urgent = tokio::spawn({
             let g = gate.clone();
-            async move { g.acquire(true).await }
+            async move { g.acquire(URGENT).await }
         });
         tokio::time::sleep(Duration::from_millis(20)).await;
         drop(bulk);
@@ -188,11 +193,11 @@ mod tests {
     #[tokio::test]
     async fn a_waiter_that_left_does_not_keep_a_slot() {
         let gate = ParseGate::new(1, 0);
-        let held = gate.acquire(false).await;
-        assert!(held_within(&gate, false, 20).await.is_none(), "gave up");
+        let held = gate.acquire(BULK).await;
+        assert!(held_within(&gate, BULK, 20).await.is_none(), "gave up");
         drop(held);
         assert!(
-            held_within(&gate, false, 50).await.is_some(),
+            held_within(&gate, BULK, 50).await.is_some(),
             "the slot is free"
         );
     }

@@ -3,8 +3,8 @@
 //! - The bytes being received at once share `max_receiving_bytes`. A body with no room
 //!   waits for it — it is not read meanwhile, so HTTP/2's flow control holds the client's
 //!   bytes on its side — for at most `body_timeout`; a refusal only when the wait runs out.
-//!   The budget's last `urgent_receiving_bytes` are for urgent requests alone (HIGH or
-//!   CRITICAL, or a PoSt of unset priority, read from the message's first bytes:
+//!   The budget's last `urgent_receiving_bytes` are for urgent requests alone (urgent as the
+//!   queues read it, `Priority::is_urgent`, from the message's first bytes:
 //!   `codec::urgent_head`): a WinningPoSt is received at once however many C1 outputs are
 //!   arriving.
 //! - A body must keep arriving at `min_receive_rate` or better, over windows of
@@ -106,7 +106,7 @@ impl ReceiveBudget {
 }
 
 /// Whether a body's bytes may use the urgent reserve of the receive budget.
-enum Urgency {
+enum Reserve {
     /// The message's first bytes are still arriving; until they say, it may (they are few).
     Reading {
         head: Vec<u8>,
@@ -115,12 +115,12 @@ enum Urgency {
     Known(bool),
 }
 
-impl Urgency {
+impl Reserve {
     /// Reads the message's head from `data` until it says; returns whether the bytes may
     /// use the reserve.
     fn observe(&mut self, data: &[u8]) -> bool {
-        let Urgency::Reading { head, prove } = self else {
-            return matches!(self, Urgency::Known(true));
+        let Reserve::Reading { head, prove } = self else {
+            return matches!(self, Reserve::Known(true));
         };
         let want = GRPC_PREFIX + HEAD_BYTES;
         head.extend_from_slice(&data[..data.len().min(want - head.len())]);
@@ -128,9 +128,9 @@ impl Urgency {
             .get(1..GRPC_PREFIX)
             .map(|b| u32::from_be_bytes(b.try_into().expect("4 bytes")) as usize);
         if message_len.is_some_and(|len| head.len() >= GRPC_PREFIX + len.min(HEAD_BYTES)) {
-            *self = Urgency::Known(urgent_head(&head[GRPC_PREFIX..], *prove));
+            *self = Reserve::Known(urgent_head(&head[GRPC_PREFIX..], *prove));
         }
-        !matches!(self, Urgency::Known(false))
+        !matches!(self, Reserve::Known(false))
     }
 }
 
@@ -141,7 +141,7 @@ pub struct GuardedBody {
     limit: u64,
     received: u64,
     budget: Arc<ReceiveBudget>,
-    urgency: Urgency,
+    reserve: Reserve,
     timeout: Duration,
     /// The stall clock while the body is read; the wait's clock while it waits for room.
     stall: Pin<Box<Sleep>>,
@@ -173,13 +173,13 @@ impl GuardedBody {
             limit,
             received: 0,
             budget,
-            urgency: match large {
-                Some(prove) => Urgency::Reading {
+            reserve: match large {
+                Some(prove) => Reserve::Reading {
                     head: Vec::new(),
                     prove,
                 },
                 // Small messages may use the reserve: 64 KiB at most each.
-                None => Urgency::Known(true),
+                None => Reserve::Known(true),
             },
             timeout,
             stall: Box::pin(tokio::time::sleep(timeout)),
@@ -334,7 +334,7 @@ impl Body for GuardedBody {
                         this.limit
                     )))));
                 }
-                let urgent = this.urgency.observe(data);
+                let urgent = this.reserve.observe(data);
                 let admitted = this.admit(frame, urgent, false, cx);
                 this.admitted(admitted)
             }
@@ -377,6 +377,8 @@ impl Drop for GuardedBody {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{pb, request};
+    use prost::Message;
 
     #[test]
     fn the_urgent_reserve_and_the_waiting_places_are_bounded() {
@@ -391,5 +393,67 @@ mod tests {
         assert!(!b.start_waiting(), "one more waiter is refused at once");
         b.stop_waiting();
         assert!(b.start_waiting());
+    }
+
+    /// Whether the receive reserve lets `message` (a SubmitProof, or a Prove if `prove`) use
+    /// it once its head has arrived, `step` bytes at a time as frames bring it.
+    fn reserve_takes(message: &[u8], prove: bool, step: usize) -> bool {
+        let mut framed = vec![0];
+        framed.extend_from_slice(&(message.len() as u32).to_be_bytes());
+        framed.extend_from_slice(message);
+        let mut reserve = Reserve::Reading {
+            head: Vec::new(),
+            prove,
+        };
+        for chunk in framed.chunks(step) {
+            reserve.observe(chunk);
+        }
+        assert!(matches!(reserve, Reserve::Known(_)), "the head was read");
+        reserve.observe(&[])
+    }
+
+    #[test]
+    fn the_receive_reserve_and_the_queues_agree_on_every_kind_and_priority() {
+        // Every value of both fields, one past them, and a negative one (a 10-byte varint).
+        for kind in -1..=6 {
+            for priority in -1..=6 {
+                let submit = pb::SubmitProofRequest {
+                    request_id: "r".repeat(zkforge_engine::MAX_REQUEST_ID_BYTES),
+                    proof_kind: kind,
+                    sector_size: 32 << 30,
+                    registered_proof: u64::MAX,
+                    priority,
+                    vanilla_proof: vec![7; 4 * HEAD_BYTES],
+                    ..Default::default()
+                };
+                // What the service submits to the engine's queues, lanes and admission; a
+                // request the service refuses reaches none of them, and is bulk here.
+                let queued =
+                    request::kind_and_priority(kind, priority).is_ok_and(|(_, p)| p.is_urgent());
+                let prove = pb::ProveRequest {
+                    submit: Some(submit.clone()),
+                };
+                for step in [1, 7, 1 << 20] {
+                    assert_eq!(
+                        reserve_takes(&submit.encode_to_vec(), false, step),
+                        queued,
+                        "SubmitProof of kind {kind}, priority {priority}"
+                    );
+                    assert_eq!(
+                        reserve_takes(&prove.encode_to_vec(), true, step),
+                        queued,
+                        "Prove of kind {kind}, priority {priority}"
+                    );
+                }
+            }
+        }
+        // The queues' reading is the engine's: a PoSt of unset priority is urgent, and a
+        // PoRep is not, so the loop above compared both answers.
+        let urgent = |k: i32| request::kind_and_priority(k, 0).map(|(_, p)| p.is_urgent());
+        assert_eq!(urgent(pb::ProofKind::WinningPost as i32).ok(), Some(true));
+        assert_eq!(
+            urgent(pb::ProofKind::PorepSealCommit as i32).ok(),
+            Some(false)
+        );
     }
 }

@@ -27,13 +27,18 @@ fn bytes32(field: &str, b: &[u8]) -> Result<[u8; 32], Status> {
         .map_err(|_| invalid(format!("{field} must be 32 bytes, got {}", b.len())))
 }
 
+/// The proof kind cuzk.v1's `ProofKind` names. Exhaustive: a kind added to the protocol does
+/// not compile until it is mapped, and with it classified urgent or not by its default
+/// priority ([`Priority::default_for`]) for every gate, the receive reserve's included.
 pub fn kind_of(k: i32) -> Result<ProofKind, Status> {
     match pb::ProofKind::try_from(k) {
         Ok(pb::ProofKind::PorepSealCommit) => Ok(ProofKind::PoRep),
         Ok(pb::ProofKind::SnapDealsUpdate) => Ok(ProofKind::SnapDeals),
         Ok(pb::ProofKind::WindowPostPartition) => Ok(ProofKind::WindowPost),
         Ok(pb::ProofKind::WinningPost) => Ok(ProofKind::WinningPost),
-        _ => Err(invalid(format!("proof_kind {k} is not one of 1 (PoRep), 2 (SnapDeals), 3 (WindowPoSt), 4 (WinningPoSt)"))),
+        Ok(pb::ProofKind::Unspecified) | Err(_) => Err(invalid(format!(
+            "proof_kind {k} is not one of 1 (PoRep), 2 (SnapDeals), 3 (WindowPoSt), 4 (WinningPoSt)"
+        ))),
     }
 }
 
@@ -49,6 +54,15 @@ pub fn priority_of(p: i32, kind: ProofKind) -> Result<Priority, Status> {
         Ok(pb::Priority::Critical) => Ok(Priority::Critical),
         Err(_) => Err(invalid(format!("priority {p} is not 0..=4"))),
     }
+}
+
+/// The kind and priority of a SubmitProofRequest's `proof_kind` and `priority` fields: how the
+/// service reads them for the queues, the parse workers and the waiters, and how the receive
+/// reserve reads them from a message's first bytes (`codec::urgent_head`), so that all of them
+/// agree on which requests are urgent.
+pub fn kind_and_priority(proof_kind: i32, priority: i32) -> Result<(ProofKind, Priority), Status> {
+    let kind = kind_of(proof_kind)?;
+    Ok((kind, priority_of(priority, kind)?))
 }
 
 /// PoSt and SnapDeals vanilla proofs: `vanilla_proofs` (moved out of the request, not

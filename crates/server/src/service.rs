@@ -142,8 +142,7 @@ impl ProvingService {
                 }));
             }
         }
-        let kind = request::kind_of(r.proof_kind)?;
-        let priority = request::priority_of(r.priority, kind)?;
+        let (kind, priority) = request::kind_and_priority(r.proof_kind, r.priority)?;
         let input_bytes = prost::Message::encoded_len(&r) as u64;
         // No parse worker is spent on a request the queue has no room for.
         self.engine
@@ -151,7 +150,7 @@ impl ProvingService {
             .map_err(submit_status)?;
         // Parsing and checking a 32 GiB C1 takes seconds of CPU: on the blocking pool, a
         // bounded number at once, urgent requests first.
-        let permit = self.parsing.acquire(priority.is_urgent()).await;
+        let permit = self.parsing.acquire(priority).await;
         let (circuits, digest) = Self::blocking(permit, move || {
             let digest = request_id_digest(&r);
             Ok((request::circuits(r)?, digest))
@@ -198,7 +197,7 @@ impl ProvingService {
             .map_err(|e| Status::not_found(bounded(format!("{e:#}"))))?;
         let _slot = match slot {
             Some(slot) => slot,
-            None => self.waiters.enter(conn, watch.priority().is_urgent())?,
+            None => self.waiters.enter(conn, watch.priority())?,
         };
         let finished = watch.finished();
         let result = match timeout_ms {
@@ -311,9 +310,8 @@ impl ProvingEngine for ProvingService {
             .submit
             .ok_or_else(|| failure(FailureKind::InvalidInput, "submit is required"))?;
         // The waiter's place first: a Prove that could not wait submits nothing.
-        let kind = request::kind_of(submit.proof_kind)?;
-        let urgent = request::priority_of(submit.priority, kind)?.is_urgent();
-        let slot = self.waiters.enter(conn.as_ref(), urgent)?;
+        let (_, priority) = request::kind_and_priority(submit.proof_kind, submit.priority)?;
+        let slot = self.waiters.enter(conn.as_ref(), priority)?;
         let job = self.submit(submit).await?;
         let (result, code) = self.wait(conn.as_ref(), Some(slot), job.job_id, 0).await?;
         let answer = pb::ProveResponse {

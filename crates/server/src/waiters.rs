@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use tonic::Status;
-use zkforge_engine::FailureKind;
+use zkforge_engine::{FailureKind, Priority};
 
 use crate::limits::Checked;
 use crate::listener::{Client, ConnInfo};
@@ -61,13 +61,14 @@ impl Waiters {
     }
 
     /// A place for one more waiter of the client `conn` names (a call from outside a
-    /// connection, as in-process tests make, counts as the local client), on an urgent job
-    /// or not; RESOURCE_EXHAUSTED at once when the client holds its cap.
+    /// connection, as in-process tests make, counts as the local client), on a job of
+    /// `priority`; RESOURCE_EXHAUSTED at once when the client holds its cap.
     pub fn enter(
         self: &Arc<Self>,
         conn: Option<&ConnInfo>,
-        urgent: bool,
+        priority: Priority,
     ) -> Result<WaiterSlot, Status> {
+        let urgent = priority.is_urgent();
         let client = conn.map_or(Client::Local, |c| c.0.client);
         let key = (client, urgent);
         let cap = if urgent {
@@ -153,21 +154,29 @@ mod tests {
     #[test]
     fn a_client_at_its_cap_is_refused_at_once_and_urgent_waiters_keep_their_room() {
         let w = Waiters::new(&limits(3, 1));
-        let bulk: Vec<_> = (0..3).map(|_| w.enter(None, false).unwrap()).collect();
-        let refused = w.enter(None, false).err().expect("over the bulk cap");
+        let bulk: Vec<_> = (0..3)
+            .map(|_| w.enter(None, Priority::Normal).unwrap())
+            .collect();
+        let refused = w
+            .enter(None, Priority::Normal)
+            .err()
+            .expect("over the bulk cap");
         assert_eq!(refused.code(), tonic::Code::ResourceExhausted);
         assert!(refused
             .message()
             .contains("limits.max_waiters_per_client = 3"));
         let urgent = w
-            .enter(None, true)
+            .enter(None, Priority::High)
             .expect("urgent room bulk waiters cannot take");
-        assert!(w.enter(None, true).is_err(), "over the urgent cap");
+        assert!(
+            w.enter(None, Priority::High).is_err(),
+            "over the urgent cap"
+        );
         assert_eq!(w.held(), 4);
         drop(bulk);
         drop(urgent);
         assert_eq!(w.held(), 0);
-        w.enter(None, false)
+        w.enter(None, Priority::Normal)
             .expect("room again once the waiters left");
     }
 

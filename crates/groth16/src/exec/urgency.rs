@@ -1,7 +1,8 @@
 //! How urgent a piece of work is, and the one place where waiters are ranked by it.
 //!
-//! [`Urgency`] is what every zkforge crate schedules by: the engine maps its job `Priority`
-//! into it (the only numbering: cuzk.v1's, on the wire), and the three places where work
+//! [`Urgency`] is what every zkforge crate schedules by, and it alone says whether work is
+//! urgent ([`Urgency::is_urgent`]): the engine maps its job `Priority` into it (the only
+//! numbering: cuzk.v1's, on the wire), and the three places where work
 //! waits for something another piece of work holds rank their waiters with
 //! [`RankedWaiters`]:
 //! - the host-memory budget (`zkforge-engine`'s `budget.rs`),
@@ -30,6 +31,15 @@ pub enum Urgency {
 }
 
 impl Urgency {
+    /// Whether the work is due by a deadline (High and above: WindowPoSt and WinningPoSt by
+    /// default). The one place this line is drawn: every gate that keeps room bulk work cannot
+    /// take (the engine's queues and lanes, its admission, its memory floor, the server's
+    /// receive reserve, parse workers and waiters) asks it, through `Priority::is_urgent`
+    /// above the engine.
+    pub fn is_urgent(self) -> bool {
+        self >= Urgency::High
+    }
+
     /// Every urgency, least urgent first.
     pub const ALL: [Urgency; 5] = [
         Urgency::Background,
