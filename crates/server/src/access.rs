@@ -14,7 +14,7 @@ use anyhow::{bail, Context, Result};
 use tonic::metadata::MetadataValue;
 use tonic::{Request, Status};
 
-use crate::Listen;
+use crate::{status, Listen};
 
 /// Mode of the unix socket: the daemon's user and group may connect, nobody else.
 pub const SOCKET_MODE: u32 = 0o660;
@@ -178,7 +178,7 @@ impl tonic::service::Interceptor for BearerCheck {
         if equal_in_constant_time(given, expected) {
             Ok(req)
         } else {
-            Err(Status::unauthenticated(
+            Err(status::unauthenticated(
                 "missing or wrong bearer token (send `authorization: Bearer <token>`)",
             ))
         }

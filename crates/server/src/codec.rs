@@ -10,7 +10,9 @@ use prost::Message;
 use tonic::codec::{Codec, DecodeBuf, Decoder, ProstCodec};
 use tonic::Status;
 
-use crate::{pb, request};
+use zkforge_engine::FailureKind;
+
+use crate::{pb, request, status};
 
 /// Field numbers of the messages the scan looks into.
 const SUBMIT_PROOF_KIND: u64 = 2;
@@ -93,10 +95,13 @@ impl Prescan for pb::SubmitProofRequest {
         let count = count_field(bytes, SUBMIT_VANILLA_PROOFS);
         let max = max_vanilla_entries();
         if count > max {
-            return Err(Status::invalid_argument(format!(
-                "vanilla_proofs has {count} entries; a request carries at most {max} (a full \
-                 WindowPoSt partition)"
-            )));
+            return Err(status::failure(
+                FailureKind::InvalidInput,
+                format!(
+                    "vanilla_proofs has {count} entries; a request carries at most {max} (a \
+                     full WindowPoSt partition)"
+                ),
+            ));
         }
         Ok(())
     }
@@ -178,18 +183,9 @@ where
     fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<U>, Status> {
         // tonic hands over the whole message in one contiguous buffer.
         U::prescan(src.chunk())?;
-        // prost's errors (a string field that is not UTF-8, a truncated field) are the
-        // client's: tonic would answer them INTERNAL.
-        self.0.decode(src).map_err(|e| match e.code() {
-            tonic::Code::Internal => Status::invalid_argument(format!(
-                "the message is not a valid {}: {}",
-                std::any::type_name::<U>()
-                    .rsplit("::")
-                    .next()
-                    .unwrap_or("message"),
-                e.message()
-            )),
-            _ => e,
+        self.0.decode(src).map_err(|e| {
+            let message_type = std::any::type_name::<U>().rsplit("::").next();
+            status::undecodable(e, message_type.unwrap_or("message"))
         })
     }
 }

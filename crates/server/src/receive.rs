@@ -27,8 +27,15 @@ use tokio::sync::Notify;
 use tokio::time::{Instant, Sleep};
 use tonic::body::BoxBody;
 use tonic::Status;
+use zkforge_engine::FailureKind;
 
 use crate::codec::{urgent_head, HEAD_BYTES};
+use crate::status;
+
+/// RESOURCE_EXHAUSTED: the daemon has no room to receive the body now.
+fn no_room(message: String) -> Status {
+    status::failure(FailureKind::NoRoom, message)
+}
 
 /// The span over which a body's arrival rate is measured against `min_receive_rate`.
 pub const RATE_WINDOW: Duration = Duration::from_secs(5);
@@ -207,7 +214,7 @@ impl GuardedBody {
         }
         let needed = self.min_rate.saturating_mul(RATE_WINDOW.as_secs());
         if bytes < needed {
-            return Err(Status::resource_exhausted(format!(
+            return Err(no_room(format!(
                 "the request body arrived at {} bytes/s over the last {} s, below \
                  limits.min_receive_rate ({} bytes/s); its {} bytes are freed",
                 bytes / RATE_WINDOW.as_secs(),
@@ -254,7 +261,7 @@ impl GuardedBody {
             }
         }
         let full = || {
-            Status::resource_exhausted(format!(
+            no_room(format!(
                 "the daemon is already receiving {} bytes of requests (limits.max_receiving_bytes{}) \
                  and {MAX_WAITING} more wait for room; retry",
                 self.budget.used(),
@@ -273,7 +280,7 @@ impl GuardedBody {
         }
         if self.stall.as_mut().poll(cx).is_ready() {
             self.budget.stop_waiting();
-            return Poll::Ready(Err(Status::resource_exhausted(format!(
+            return Poll::Ready(Err(no_room(format!(
                 "the daemon has been receiving {} bytes of requests for {} s with no room for \
                  this one (limits.max_receiving_bytes{}); retry",
                 self.budget.used(),
@@ -328,7 +335,7 @@ impl Body for GuardedBody {
                     return Poll::Ready(Some(Ok(frame)));
                 };
                 if this.received + data.len() as u64 > this.limit {
-                    return Poll::Ready(Some(Err(Status::resource_exhausted(format!(
+                    return Poll::Ready(Some(Err(no_room(format!(
                         "request larger than this method takes ({} bytes; \
                          limits.max_request_bytes for SubmitProof and Prove)",
                         this.limit
@@ -340,7 +347,7 @@ impl Body for GuardedBody {
             }
             Poll::Pending => {
                 if this.stall.as_mut().poll(cx).is_ready() {
-                    return Poll::Ready(Some(Err(Status::deadline_exceeded(format!(
+                    return Poll::Ready(Some(Err(status::stalled(format!(
                         "the request body stalled: no bytes for {} s (limits.body_timeout_secs)",
                         this.timeout.as_secs()
                     )))));

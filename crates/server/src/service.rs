@@ -26,7 +26,7 @@ use crate::listener::ConnInfo;
 use crate::parse_gate::ParseGate;
 use crate::pb::{self, proving_engine_server::ProvingEngine};
 use crate::request::payload_digest;
-use crate::status::{self, bounded, failure, with_failure_code};
+use crate::status::{self, failure, with_failure_code};
 use crate::waiters::{WaiterSlot, Waiters};
 use crate::{metrics, parse_circuit_id, request};
 
@@ -92,21 +92,24 @@ impl ProvingService {
         }
         match self.engine.jobs_named(job_id).as_slice() {
             [(_, job)] => Ok(*job),
-            [] => Err(Status::not_found(bounded(format!(
+            [] => Err(status::not_found(format!(
                 "unknown job id {job_id:?} (a job is named by the job_id its submission \
                  returned, or by its request_id)"
-            )))),
+            ))),
             several => {
                 let jobs: Vec<String> = several
                     .iter()
                     .map(|(kind, job)| format!("{} job {}", kind, self.tokens.id(*job)))
                     .collect();
-                Err(Status::invalid_argument(bounded(format!(
-                    "request_id {job_id:?} names {} jobs, one per proof kind: {}; name one by \
-                     its job_id",
-                    several.len(),
-                    jobs.join(", ")
-                ))))
+                Err(failure(
+                    FailureKind::InvalidInput,
+                    format!(
+                        "request_id {job_id:?} names {} jobs, one per proof kind: {}; name one \
+                         by its job_id",
+                        several.len(),
+                        jobs.join(", ")
+                    ),
+                ))
             }
         }
     }
@@ -194,7 +197,7 @@ impl ProvingService {
         let watch = self
             .engine
             .watch(id)
-            .map_err(|e| Status::not_found(bounded(format!("{e:#}"))))?;
+            .map_err(|e| status::not_found(format!("{e:#}")))?;
         let _slot = match slot {
             Some(slot) => slot,
             None => self.waiters.enter(conn, watch.priority())?,
@@ -234,7 +237,7 @@ fn submit_status(e: SubmitError) -> Status {
     match e {
         e if e.is_busy() => failure(FailureKind::NoRoom, e),
         // Not a failure: the id names another payload's job.
-        SubmitError::RequestIdReused { .. } => Status::already_exists(bounded(e)),
+        SubmitError::RequestIdReused { .. } => status::already_exists(e),
         e => failure(FailureKind::InvalidInput, e),
     }
 }
@@ -328,7 +331,7 @@ impl ProvingEngine for ProvingService {
         let was_running = self
             .engine
             .cancel(id)
-            .map_err(|e| Status::not_found(bounded(format!("{e:#}"))))?;
+            .map_err(|e| status::not_found(format!("{e:#}")))?;
         Ok(Response::new(pb::CancelProofResponse { was_running }))
     }
 

@@ -1,8 +1,11 @@
-//! The one place a failure becomes what a gRPC client sees: each [`FailureKind`] has its code
-//! ([`code`]), and every message is bounded ([`bounded`]) whatever produced it. RPCs that fail
-//! answer [`failure`]'s Status; a job that ends FAILED (or CANCELLED) is answered in the
-//! response's fields as cuzk.v1 says, with the same bounded message and the kind's code in the
-//! response header [`FAILURE_CODE_HEADER`].
+//! The one place a gRPC status code is minted: each [`FailureKind`] has its code ([`code`]),
+//! four answers that are no failure of the work have theirs ([`not_found`],
+//! [`already_exists`], [`unauthenticated`], [`stalled`]), and every message is bounded
+//! ([`bounded`]) whatever produced it. RPCs that fail answer [`failure`]'s Status; a job that
+//! ends FAILED (or CANCELLED) is answered in the response's fields as cuzk.v1 says, with the
+//! same bounded message and the kind's code in the response header [`FAILURE_CODE_HEADER`].
+//! The architecture test (`crates/cli/tests/architecture.rs`) keeps the server's other files
+//! from minting codes of their own.
 
 use tonic::metadata::MetadataValue;
 use tonic::{Code, Response, Status};
@@ -57,6 +60,40 @@ pub fn failure(kind: FailureKind, message: impl std::fmt::Display) -> Status {
 /// The Status of an engine's [`Failure`].
 pub fn of(f: &Failure) -> Status {
     failure(f.kind, &f.message)
+}
+
+/// NOT_FOUND: the job id (or request_id) names no job this daemon holds.
+pub fn not_found(message: impl std::fmt::Display) -> Status {
+    Status::not_found(bounded(message))
+}
+
+/// ALREADY_EXISTS: a `request_id` whose unfinished job carries another payload. Not a
+/// failure: the id is taken, the job under it stands.
+pub fn already_exists(message: impl std::fmt::Display) -> Status {
+    Status::already_exists(bounded(message))
+}
+
+/// UNAUTHENTICATED: the call lacks the bearer token the daemon asks for.
+pub fn unauthenticated(message: impl std::fmt::Display) -> Status {
+    Status::unauthenticated(bounded(message))
+}
+
+/// DEADLINE_EXCEEDED: a request body stopped arriving for `limits.body_timeout_secs`.
+pub fn stalled(message: impl std::fmt::Display) -> Status {
+    Status::deadline_exceeded(bounded(message))
+}
+
+/// A message prost could not decode (a string field that is not UTF-8, a truncated field):
+/// the client's fault, INVALID_ARGUMENT, where tonic would answer INTERNAL; `message_type`
+/// names the message.
+pub(crate) fn undecodable(e: Status, message_type: &str) -> Status {
+    match e.code() {
+        Code::Internal => failure(
+            FailureKind::InvalidInput,
+            format!("the message is not a valid {message_type}: {}", e.message()),
+        ),
+        _ => e,
+    }
 }
 
 /// `response` with [`FAILURE_CODE_HEADER`] set to `code`'s number when there is one.
