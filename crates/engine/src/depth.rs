@@ -90,17 +90,6 @@ pub struct KindDepth {
     pub why: String,
 }
 
-impl State {
-    /// Brings the integral of partitions synthesizing up to `now`.
-    fn advance(&mut self, now: Instant) {
-        if let Some(since) = self.since {
-            self.shared +=
-                self.synthesizing as f64 * now.saturating_duration_since(since).as_secs_f64();
-        }
-        self.since = Some(self.since.map_or(now, |t| t.max(now)));
-    }
-}
-
 /// Partitions in flight, admitted to the measured depth.
 pub(crate) struct Depth {
     shape: Shape,
@@ -120,6 +109,17 @@ struct State {
     shared: f64,
     since: Option<Instant>,
     rates: HashMap<ProofKind, Rates>,
+}
+
+impl State {
+    /// Brings the integral of partitions synthesizing up to `now`.
+    fn advance(&mut self, now: Instant) {
+        if let Some(since) = self.since {
+            self.shared +=
+                self.synthesizing as f64 * now.saturating_duration_since(since).as_secs_f64();
+        }
+        self.since = Some(self.since.map_or(now, |t| t.max(now)));
+    }
 }
 
 /// A partition's place in flight; given back when dropped (its proof done, or abandoned).
